@@ -1,0 +1,16 @@
+/* registry.c — the table of handler types configuration can name. */
+#include <string.h>
+
+#include "handler.h"
+
+static const struct handler_ops *const registry[] = {
+    &static_file_handler,
+};
+
+const struct handler_ops *handler_lookup(const char *name)
+{
+    for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
+        if (!strcmp(registry[i]->name, name))
+            return registry[i];
+    return NULL;
+}

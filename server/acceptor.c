@@ -1,0 +1,119 @@
+/* acceptor.c — accepting connections inside the Leader/Followers pool; see acceptor.h. */
+#include "acceptor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "log.h"
+#include "server.h"
+
+#define ACCEPT_BATCH 32
+
+static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
+static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_on_event };
+
+int acceptor_open(struct server *srv, struct listener *l)
+{
+    const struct listen_addr *la = l->addr;
+    int fd = socket(la->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: socket: %s\n", la->text, strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (la->ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)&la->ss, la->sslen) < 0 || listen(fd, 4096) < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: %s\n", la->text, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* Wake only when the client has sent something (its request or TLS hello). */
+    int defer = 10;
+    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer));
+
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+        port = ntohs(s6->sin6_port);
+        snprintf(l->url, sizeof(l->url), "http://[%s]:%u", host, port);
+    } else {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+        port = ntohs(s4->sin_port);
+        snprintf(l->url, sizeof(l->url), "http://%s:%u", host, port);
+    }
+    l->eh.fd = fd;
+    l->eh.ops = &acceptor_ops;
+    l->srv = srv;
+    return 0;
+}
+
+int acceptor_start(struct listener *l)
+{
+    return hs_add(&l->srv->hs, &l->eh, EPOLLIN);
+}
+
+void acceptor_resume(struct listener *l)
+{
+    struct server *srv = l->srv;
+    if (atomic_load_explicit(&srv->draining, memory_order_acquire) ||
+        atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= srv->cfg.max_connections)
+        return;
+    int expected = 1;
+    if (atomic_compare_exchange_strong(&l->paused, &expected, 0))
+        hs_rearm(&srv->hs, &l->eh, EPOLLIN);
+}
+
+static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+{
+    struct listener *l = (struct listener *)eh;
+    struct server *srv = l->srv;
+    (void)events;
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        if (atomic_load_explicit(&srv->draining, memory_order_acquire))
+            return; /* stop accepting: leave the listener disarmed */
+        if (atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= srv->cfg.max_connections) {
+            /* At the limit: pause; the next connection to close re-arms us. */
+            atomic_store(&l->paused, 1);
+            acceptor_resume(l); /* in case every connection closed meanwhile */
+            return;
+        }
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof(peer);
+        int fd = accept4(eh->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            int err = errno;
+            if (err == EAGAIN)
+                break;
+            if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == EPERM)
+                continue;
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                /* Out of descriptors or memory: pause instead of spinning on a ready socket.
+                 * The timer re-arms paused listeners once a second. */
+                log_error("accept on %s: %s; pausing accepts", l->url, strerror(err));
+                atomic_store(&l->paused, 1);
+                return;
+            }
+            log_error("accept on %s: %s", l->url, strerror(err));
+            break;
+        }
+        atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
+        conn_create(srv, l, fd, &peer);
+    }
+    hs_rearm(&srv->hs, &l->eh, EPOLLIN);
+}

@@ -1,0 +1,414 @@
+/* config.c — command line and configuration file; see config.h.
+ *
+ * The file format is line oriented: `directive value...` per line, `#` starts a comment.
+ * Directives are described by one table (name, kind, bounds, field), so adding one is a line. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "version.h"
+
+static void config_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->root, sizeof(cfg->root), "%s", "./www");
+    cfg->batch = 8;
+    snprintf(cfg->index[0], sizeof(cfg->index[0]), "%s", "index.html");
+    cfg->nindex = 1;
+    cfg->log_level = LOG_NOTICE;
+    cfg->max_head_size = 16 * 1024;
+    cfg->max_headers = 100;
+    cfg->max_uri_length = 8 * 1024;
+    cfg->max_body_size = 1024 * 1024;
+    cfg->max_connections = 10000;
+    cfg->timeout_header = 60000;
+    cfg->timeout_body = 60000;
+    cfg->timeout_keepalive = 75000;
+    cfg->timeout_send = 60000;
+    cfg->drain_timeout = 30000;
+}
+
+int config_parse_listen(const char *s, struct listen_addr *la)
+{
+    char host[64] = "";
+    const char *port;
+    memset(la, 0, sizeof(*la));
+    snprintf(la->text, sizeof(la->text), "%s", s);
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
+            return -EINVAL;
+        memcpy(host, s + 1, (size_t)(end - s - 1));
+        host[end - s - 1] = '\0';
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (colon) {
+            if (strchr(s, ':') != colon || (size_t)(colon - s) >= sizeof(host))
+                return -EINVAL; /* bare IPv6 must be bracketed */
+            memcpy(host, s, (size_t)(colon - s));
+            host[colon - s] = '\0';
+            port = colon + 1;
+        } else {
+            port = s;
+        }
+    }
+    if (!*port || strspn(port, "0123456789") != strlen(port) || atol(port) > 65535)
+        return -EINVAL;
+    if (!host[0] || strcmp(host, "*") == 0)
+        snprintf(host, sizeof(host), "0.0.0.0");
+    struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+        return -EINVAL;
+    memcpy(&la->ss, res->ai_addr, res->ai_addrlen);
+    la->sslen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* ---- configuration file ---------------------------------------------------------------- */
+
+enum dir_kind { D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_INDEX, D_THREADS, D_LOGLEVEL };
+
+struct directive {
+    const char *name;
+    enum dir_kind kind;
+    size_t offset;
+    uint64_t min, max;
+};
+
+#define F(field) offsetof(struct config, field)
+static const struct directive directives[] = {
+    { "listen", D_LISTEN, 0, 0, 0 },
+    { "root", D_STRING, F(root), 0, 0 },
+    { "index", D_INDEX, 0, 0, 0 },
+    { "threads", D_THREADS, F(threads), 0, 1024 },
+    { "leader_batch", D_UINT, F(batch), 1, 64 },
+    { "log_level", D_LOGLEVEL, F(log_level), 0, 0 },
+    { "max_request_head", D_SIZE, F(max_head_size), 1024, 1024 * 1024 },
+    { "max_headers", D_UINT, F(max_headers), 1, 1000 },
+    { "max_uri_length", D_SIZE, F(max_uri_length), 64, 1024 * 1024 },
+    { "max_body_size", D_SIZE, F(max_body_size), 0, UINT64_C(1) << 40 },
+    { "max_connections", D_UINT, F(max_connections), 1, 1000000 },
+    { "timeout_header", D_DURATION, F(timeout_header), 1, 86400000 },
+    { "timeout_body", D_DURATION, F(timeout_body), 1, 86400000 },
+    { "timeout_keepalive", D_DURATION, F(timeout_keepalive), 1, 86400000 },
+    { "timeout_send", D_DURATION, F(timeout_send), 1, 86400000 },
+    { "drain_timeout", D_DURATION, F(drain_timeout), 0, 86400000 },
+};
+#undef F
+
+/* Parse a number with an optional unit suffix. Sizes: k, m, g (powers of 1024). Durations:
+ * ms, s (default), m, h. Returns 0 or -EINVAL. */
+static int parse_number(const char *s, enum dir_kind kind, uint64_t *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0]))
+        return -EINVAL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -EINVAL;
+    uint64_t mul = 1;
+    if (kind == D_SIZE) {
+        if (!strcasecmp(end, "k"))
+            mul = 1024;
+        else if (!strcasecmp(end, "m"))
+            mul = 1024 * 1024;
+        else if (!strcasecmp(end, "g"))
+            mul = 1024 * 1024 * 1024;
+        else if (*end)
+            return -EINVAL;
+    } else if (kind == D_DURATION) {
+        if (!strcmp(end, "ms"))
+            mul = 1;
+        else if (!strcmp(end, "s") || !*end)
+            mul = 1000;
+        else if (!strcmp(end, "m"))
+            mul = 60000;
+        else if (!strcmp(end, "h"))
+            mul = 3600000;
+        else
+            return -EINVAL;
+    } else if (*end) {
+        return -EINVAL;
+    }
+    if (v > UINT64_MAX / mul)
+        return -EINVAL;
+    *out = v * mul;
+    return 0;
+}
+
+/* Apply one directive. `where` prefixes error messages ("FILE:LINE" or "--flag"). */
+static int apply_directive(struct config *cfg, const char *where, const char *name, char **args,
+                           int nargs)
+{
+    const struct directive *d = NULL;
+    for (size_t i = 0; i < sizeof(directives) / sizeof(directives[0]); i++)
+        if (!strcmp(directives[i].name, name))
+            d = &directives[i];
+    if (!d) {
+        fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
+        return -1;
+    }
+    if (nargs < 1 || (d->kind != D_INDEX && nargs > 1)) {
+        fprintf(stderr, "%s: '%s' takes %s\n", where, name,
+                d->kind == D_INDEX ? "one or more file names" : "exactly one value");
+        return -1;
+    }
+    char *base = (char *)cfg;
+    uint64_t v;
+    switch (d->kind) {
+    case D_LISTEN:
+        if (cfg->nlisten >= CONFIG_MAX_LISTEN) {
+            fprintf(stderr, "%s: too many listeners (at most %d)\n", where, CONFIG_MAX_LISTEN);
+            return -1;
+        }
+        if (config_parse_listen(args[0], &cfg->listen[cfg->nlisten]) < 0) {
+            fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT or [V6]:PORT)\n",
+                    where, args[0]);
+            return -1;
+        }
+        cfg->nlisten++;
+        return 0;
+    case D_STRING:
+        if (strlen(args[0]) >= PATH_MAX) {
+            fprintf(stderr, "%s: '%s' value too long\n", where, name);
+            return -1;
+        }
+        snprintf(base + d->offset, PATH_MAX, "%s", args[0]);
+        return 0;
+    case D_INDEX:
+        if (nargs > CONFIG_MAX_INDEX) {
+            fprintf(stderr, "%s: at most %d index files\n", where, CONFIG_MAX_INDEX);
+            return -1;
+        }
+        for (int i = 0; i < nargs; i++) {
+            if (strlen(args[i]) >= sizeof(cfg->index[0]) || strchr(args[i], '/')) {
+                fprintf(stderr, "%s: invalid index file name '%s'\n", where, args[i]);
+                return -1;
+            }
+            snprintf(cfg->index[i], sizeof(cfg->index[i]), "%s", args[i]);
+        }
+        cfg->nindex = (unsigned)nargs;
+        return 0;
+    case D_LOGLEVEL: {
+        static const char *const levels[] = { "error", "warn", "notice", "info", "debug" };
+        for (int i = 0; i < 5; i++)
+            if (!strcmp(args[0], levels[i])) {
+                cfg->log_level = i;
+                return 0;
+            }
+        fprintf(stderr, "%s: invalid log level '%s' (error, warn, notice, info, debug)\n", where,
+                args[0]);
+        return -1;
+    }
+    case D_THREADS:
+        if (!strcmp(args[0], "auto")) {
+            cfg->threads = 0;
+            return 0;
+        }
+        /* fall through */
+    case D_UINT:
+    case D_SIZE:
+    case D_DURATION:
+        if (parse_number(args[0], d->kind, &v) < 0 || v < d->min || v > d->max ||
+            (d->kind == D_THREADS && v == 0)) {
+            fprintf(stderr, "%s: invalid value '%s' for '%s' (%llu..%llu%s)\n", where, args[0],
+                    name, (unsigned long long)(d->kind == D_THREADS ? 1 : d->min),
+                    (unsigned long long)d->max,
+                    d->kind == D_SIZE       ? " bytes, k/m/g suffixes allowed"
+                    : d->kind == D_DURATION ? " ms; units ms, s, m, h"
+                                            : "");
+            return -1;
+        }
+        if (d->kind == D_SIZE && d->offset == offsetof(struct config, max_body_size))
+            *(uint64_t *)(void *)(base + d->offset) = v;
+        else if (d->kind == D_SIZE)
+            *(size_t *)(void *)(base + d->offset) = (size_t)v;
+        else if (d->offset == offsetof(struct config, batch))
+            cfg->batch = (int)v;
+        else
+            *(unsigned *)(void *)(base + d->offset) = (unsigned)v;
+        return 0;
+    }
+    return -1;
+}
+
+static int config_load_file(struct config *cfg, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[4096];
+    unsigned lineno = 0;
+    bool had_listen = false;
+    int rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        lineno++;
+        char where[PATH_MAX + 32];
+        snprintf(where, sizeof(where), "%s:%u", path, lineno);
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(stderr, "%s: line too long\n", where);
+            rc = -1;
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *args[CONFIG_MAX_INDEX + 2];
+        int n = 0;
+        for (char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save); tok;
+             tok = strtok_r(NULL, " \t\r\n", &save)) {
+            if (n == (int)(sizeof(args) / sizeof(args[0]))) {
+                fprintf(stderr, "%s: too many values\n", where);
+                rc = -1;
+                break;
+            }
+            args[n++] = tok;
+        }
+        if (rc || n == 0)
+            continue;
+        if (!strcmp(args[0], "listen") && !had_listen) {
+            cfg->nlisten = 0; /* the file's listeners replace the built-in default */
+            had_listen = true;
+        }
+        rc = apply_directive(cfg, where, args[0], args + 1, n - 1);
+    }
+    fclose(f);
+    return rc;
+}
+
+/* ---- command line ------------------------------------------------------------------------ */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: lfhttpd [OPTIONS] [ROOT]\n"
+            "\n"
+            "  -l, --listen ADDR:PORT  listen on ADDR:PORT (repeatable; IPv6 as [::1]:8080;\n"
+            "                          default 0.0.0.0:8080)\n"
+            "  -r, --root DIR          document root (default ./www); also the ROOT argument\n"
+            "  -t, --threads N         pool threads (default: one per CPU)\n"
+            "  -c, --config FILE       read the configuration file FILE\n"
+            "  -t, --test              with no number after it: check the configuration, exit\n"
+            "  -V, --version           print the version and exit\n"
+            "  -h, --help              print this help and exit\n"
+            "\n"
+            "Command-line options override the configuration file.\n");
+}
+
+static bool is_number(const char *s)
+{
+    return s && *s && strspn(s, "0123456789") == strlen(s);
+}
+
+enum config_result config_from_args(struct config *cfg, int argc, char **argv)
+{
+    config_defaults(cfg);
+
+    /* Pass 1: find --config, so that the file is loaded before the other flags override it. */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc)
+            cfg->config_file = argv[++i];
+        else if (!strncmp(a, "--config=", 9))
+            cfg->config_file = a + 9;
+        else if (!strncmp(a, "-c", 2) && a[2])
+            cfg->config_file = a + 2;
+    }
+    if (cfg->config_file && config_load_file(cfg, cfg->config_file) < 0)
+        return CONFIG_ERROR;
+
+    bool cli_listen = false;
+    bool only_args = false;
+    const char *root_arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        char *val = NULL;
+        const char *name = NULL;
+        if (only_args || a[0] != '-' || !a[1]) {
+            if (root_arg) {
+                fprintf(stderr, "lfhttpd: unexpected argument '%s' (see --help)\n", a);
+                return CONFIG_ERROR;
+            }
+            root_arg = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            only_args = true;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return CONFIG_EXIT_OK;
+        }
+        if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            printf("lfhttpd %s\n", LFHTTPD_VERSION);
+            return CONFIG_EXIT_OK;
+        }
+        if (!strcmp(a, "--test") || (!strcmp(a, "-t") && !is_number(argv[i + 1 < argc ? i + 1 : i]))) {
+            cfg->test_only = true;
+            continue;
+        }
+        /* Options with a value: --name VALUE, --name=VALUE, -x VALUE, -xVALUE. */
+        static const struct { char s; const char *l; } opts[] = {
+            { 'l', "listen" }, { 'r', "root" }, { 't', "threads" }, { 'c', "config" },
+        };
+        for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]) && !name; k++) {
+            size_t ll = strlen(opts[k].l);
+            if (a[1] == '-' && !strncmp(a + 2, opts[k].l, ll) && (a[2 + ll] == '=' || !a[2 + ll])) {
+                name = opts[k].l;
+                val = a[2 + ll] == '=' ? a + 3 + ll : NULL;
+            } else if (a[1] == opts[k].s) {
+                name = opts[k].l;
+                val = a[2] ? a + 2 : NULL;
+            }
+        }
+        if (!name) {
+            fprintf(stderr, "lfhttpd: unknown option '%s' (see --help)\n", a);
+            return CONFIG_ERROR;
+        }
+        if (!val) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "lfhttpd: option '--%s' needs a value (see --help)\n", name);
+                return CONFIG_ERROR;
+            }
+            val = argv[++i];
+        }
+        char where[64];
+        snprintf(where, sizeof(where), "lfhttpd: --%s", name);
+        if (!strcmp(name, "config"))
+            continue; /* handled in pass 1 */
+        if (!strcmp(name, "listen") && !cli_listen) {
+            cfg->nlisten = 0; /* command-line listeners replace the file's */
+            cli_listen = true;
+        }
+        if (apply_directive(cfg, where, name, &val, 1) < 0)
+            return CONFIG_ERROR;
+    }
+    if (root_arg)
+        snprintf(cfg->root, sizeof(cfg->root), "%s", root_arg);
+    if (cfg->nlisten == 0) {
+        config_parse_listen("0.0.0.0:8080", &cfg->listen[0]);
+        cfg->nlisten = 1;
+    }
+    if (cfg->threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg->threads = n > 0 ? (unsigned)n : 1;
+    }
+    return CONFIG_OK;
+}

@@ -1,0 +1,61 @@
+/* config.h — the server's immutable configuration.
+ *
+ * Built once at start-up from the configuration file (if any) and the command line (which
+ * overrides the file), then only read. Errors are reported as "FILE:LINE: reason" (or
+ * "lfhttpd: reason" for the command line) and make the process exit with status 2. */
+#ifndef LF_CONFIG_H
+#define LF_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define CONFIG_MAX_LISTEN 16
+#define CONFIG_MAX_INDEX 8
+
+struct listen_addr {
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    char text[80];          /* as given, for messages */
+};
+
+struct config {
+    struct listen_addr listen[CONFIG_MAX_LISTEN];
+    unsigned nlisten;
+    char root[PATH_MAX];
+    unsigned threads;       /* 0 = one per CPU */
+    int batch;              /* events taken per epoll_wait by the leader */
+    char index[CONFIG_MAX_INDEX][64];
+    unsigned nindex;
+    int log_level;          /* enum log_level */
+
+    /* Limits (nginx-like defaults). */
+    size_t max_head_size;   /* request line + headers, bytes -> 431 */
+    unsigned max_headers;   /* -> 431 */
+    size_t max_uri_length;  /* -> 414 */
+    uint64_t max_body_size; /* -> 413 */
+    unsigned max_connections;
+
+    /* Timeouts in milliseconds. */
+    unsigned timeout_header;
+    unsigned timeout_body;
+    unsigned timeout_keepalive;
+    unsigned timeout_send;
+    unsigned drain_timeout;
+
+    const char *config_file; /* NULL when none */
+    bool test_only;          /* -t / --test: check the configuration and exit */
+};
+
+enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK, CONFIG_ERROR };
+
+/* Fill `cfg` from the command line (and the file named by --config). Prints usage, version or
+ * the error line itself; the caller exits 0 for CONFIG_EXIT_OK and 2 for CONFIG_ERROR. */
+enum config_result config_from_args(struct config *cfg, int argc, char **argv);
+
+/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT" or "PORT" into `la`. Returns 0 or -EINVAL. */
+int config_parse_listen(const char *s, struct listen_addr *la);
+
+#endif

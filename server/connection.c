@@ -1,0 +1,571 @@
+/* connection.c — the HTTP/1.1 connection state machine; see connection.h.
+ *
+ * One event = one call of conn_on_event() on the thread that detected it. The thread reads into
+ * a buffer on its own stack, answers every complete request in it (pipelining) and then either
+ * re-arms the handle for the next event or closes it. It never waits for the peer: a short
+ * read re-arms EPOLLIN, a full socket buffer parks the response and re-arms EPOLLOUT. */
+#include "connection.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "carry.h"
+#include "handle_set.h"
+#include "http_exchange.h"
+#include "http_parser.h"
+#include "http_date.h"
+#include "log.h"
+#include "router.h"
+#include "server.h"
+#include "thread_pool.h"
+#include "transport.h"
+
+#define READ_BUF_SIZE (64 * 1024)      /* the processing thread's request buffer */
+#define SMALL_FILE_MAX (16 * 1024)     /* files up to this go out in one writev with the head */
+#define SENDFILE_CHUNK (256 * 1024)
+#define FLUSH_BUDGET (4 * 1024 * 1024) /* bytes sent per event before letting others run */
+#define LINGER_MS 5000                 /* how long to drain input after a closing response */
+
+static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
+static const struct event_handler_ops conn_ops = { .handle_event = conn_on_event };
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+int conn_create(struct server *srv, const struct listener *l, int fd,
+                const struct sockaddr_storage *peer)
+{
+    struct conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        close(fd);
+        return -ENOMEM;
+    }
+    c->eh.fd = fd;
+    c->eh.ops = &conn_ops;
+    c->srv = srv;
+    c->tp = &transport_plain;
+    c->listener = l;
+    c->file_fd = -1;
+    if (peer->ss_family == AF_INET6) {
+        memcpy(&c->peer, peer, sizeof(c->peer));
+    } else {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)peer;
+        c->peer.sin6_family = AF_INET6;
+        c->peer.sin6_port = in4->sin_port;
+        c->peer.sin6_addr.s6_addr[10] = 0xff;
+        c->peer.sin6_addr.s6_addr[11] = 0xff;
+        memcpy(&c->peer.sin6_addr.s6_addr[12], &in4->sin_addr, 4);
+    }
+    http_parser_init(&c->parser);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+    pthread_mutex_lock(&srv->conns_lock);
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    pthread_mutex_unlock(&srv->conns_lock);
+
+    atomic_store_explicit(&c->deadline, now_ms() + srv->cfg.timeout_header, memory_order_relaxed);
+    atomic_store_explicit(&c->armed, ARMED_IDLE, memory_order_release);
+    int rc = hs_add(&srv->hs, &c->eh, EPOLLIN);
+    if (rc < 0) {
+        log_error("epoll_ctl add: %s", strerror(-rc));
+        atomic_store(&c->armed, ARMED_NO);
+        /* fall through to close below: the sweep cannot race, it sees ARMED_NO */
+        pthread_mutex_lock(&srv->conns_lock);
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            srv->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        pthread_mutex_unlock(&srv->conns_lock);
+        close(fd);
+        free(c);
+        server_conn_closed(srv);
+        return rc;
+    }
+    return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+    struct server *srv = c->srv;
+    /* Unlink first: once the sweep can no longer see us, the fd may be closed safely. */
+    pthread_mutex_lock(&srv->conns_lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&srv->conns_lock);
+    close(c->eh.fd);
+    if (c->file_fd >= 0)
+        close(c->file_fd);
+    carry_put(c->in);
+    carry_put(c->out);
+    free(c);
+    server_conn_closed(srv);
+}
+
+/* Hand the connection back to the handle set. `kind` is ARMED_BUSY or ARMED_IDLE; the deadline
+ * is now + timeout_ms unless `keep_deadline` (a request head keeps its first deadline). */
+static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
+                     bool keep_deadline)
+{
+    if (!keep_deadline)
+        atomic_store_explicit(&c->deadline, now_ms() + timeout_ms, memory_order_relaxed);
+    /* Publish `armed` before the handle is live: afterwards another thread may own it. */
+    atomic_store_explicit(&c->armed, kind, memory_order_release);
+    int rc = hs_rearm(&c->srv->hs, &c->eh, events);
+    if (rc < 0) {
+        /* Cannot happen for a registered fd; if it does, nobody else can see the handle. */
+        log_error("epoll_ctl mod: %s", strerror(-rc));
+        atomic_store_explicit(&c->armed, ARMED_NO, memory_order_relaxed);
+        conn_close(c);
+    }
+}
+
+void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
+{
+    pthread_mutex_lock(&srv->conns_lock);
+    for (struct conn *c = srv->conns; c; c = c->next) {
+        int a = atomic_load_explicit(&c->armed, memory_order_acquire);
+        if (a != ARMED_BUSY && a != ARMED_IDLE)
+            continue; /* being processed: its thread re-arms it with a fresh deadline */
+        bool expire = all || (idle_too && a == ARMED_IDLE) ||
+                      atomic_load_explicit(&c->deadline, memory_order_relaxed) <= now;
+        /* The CAS loses against a thread that took the connection meanwhile. The list lock
+         * keeps the fd open while we shut it down; the shutdown wakes the handle, and the
+         * thread that gets the event sees ARMED_KILLED and closes it. */
+        if (expire && atomic_compare_exchange_strong(&c->armed, &a, ARMED_KILLED))
+            shutdown(c->eh.fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&srv->conns_lock);
+}
+
+/* The response in flight is complete and the connection must close. Unless the client is known
+ * to have nothing more to send, half-close and drain its input for a while, so that a reset
+ * caused by unread data cannot destroy the response before the client has read it. */
+static void conn_finish_close(struct conn *c, bool linger)
+{
+    if (!linger) {
+        conn_close(c);
+        return;
+    }
+    c->tp->shutdown(c);
+    c->phase = PH_LINGER;
+    carry_put(c->in);
+    c->in = NULL;
+    conn_arm(c, EPOLLIN, ARMED_BUSY, LINGER_MS, false);
+}
+
+static void conn_linger(struct conn *c)
+{
+    char buf[16384];
+    for (int i = 0; i < 16; i++) {
+        ssize_t n = c->tp->read(c, buf, sizeof(buf));
+        if (n == -EAGAIN) {
+            conn_arm(c, EPOLLIN, ARMED_BUSY, LINGER_MS, true);
+            return;
+        }
+        if (n <= 0)
+            break;
+    }
+    conn_close(c);
+}
+
+/* ---- sending ------------------------------------------------------------------------------ */
+
+/* Send what is parked: the carried bytes, then the file. Returns 0 when everything is sent,
+ * -EAGAIN when the socket is full (or this event's budget is spent), or -errno. */
+static int conn_flush(struct conn *c, struct worker *w)
+{
+    size_t budget = FLUSH_BUDGET;
+    while (c->out) {
+        struct iovec iov = { c->out->data + c->out->off, c->out->len - c->out->off };
+        ssize_t n = c->tp->writev(c, &iov, 1, c->file_left > 0);
+        if (n < 0)
+            return (int)n;
+        atomic_fetch_add_explicit(&w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+        c->out->off += (uint32_t)n;
+        if (c->out->off == c->out->len) {
+            carry_put(c->out);
+            c->out = NULL;
+        }
+    }
+    while (c->file_left > 0) {
+        if (budget == 0)
+            return -EAGAIN;
+        size_t chunk = (size_t)c->file_left < SENDFILE_CHUNK ? (size_t)c->file_left : SENDFILE_CHUNK;
+        ssize_t n = c->tp->sendfile(c, c->file_fd, &c->file_off, chunk);
+        if (n < 0)
+            return (int)n;
+        if (n == 0)
+            return -EIO; /* the file shrank under us: the promised length cannot be kept */
+        atomic_fetch_add_explicit(&w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+        c->file_left -= n;
+        budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+    }
+    if (c->file_fd >= 0) {
+        close(c->file_fd);
+        c->file_fd = -1;
+    }
+    return 0;
+}
+
+/* Append Content-Length (unless the status forbids a body), Connection and the blank line. */
+static void finish_head(struct http_exchange *ex, struct response *r, uint64_t body_len)
+{
+    if (!http_status_has_no_body(r->status))
+        resp_header_u64(r, "Content-Length", 14, body_len);
+    if (!ex->keep_alive)
+        resp_add(r, "Connection: close\r\n\r\n", 21);
+    else if (ex->req && ex->req->http_minor == 0)
+        resp_add(r, "Connection: keep-alive\r\n\r\n", 26);
+    else
+        resp_add(r, "\r\n", 2);
+}
+
+/* Write iov[] at once; park whatever the socket did not take. Returns 0 or -errno. */
+static int send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, bool more)
+{
+    struct conn *c = ex->conn;
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    ssize_t n = c->tp->writev(c, iov, iovcnt, more);
+    if (n < 0 && n != -EAGAIN)
+        return (int)n;
+    if (n < 0)
+        n = 0;
+    atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+    size_t left = total - (size_t)n;
+    if (left == 0)
+        return 0;
+    struct carry *out = carry_get(left);
+    if (!out)
+        return -ENOMEM;
+    size_t skip = (size_t)n;
+    for (int i = 0; i < iovcnt; i++) {
+        if (skip >= iov[i].iov_len) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        memcpy(out->data + out->len, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+        out->len += (uint32_t)(iov[i].iov_len - skip);
+        skip = 0;
+    }
+    c->out = out;
+    c->sending = true;
+    return 0;
+}
+
+static void note_response(struct http_exchange *ex, int status)
+{
+    ex->responded = true;
+    ex->status = status;
+    atomic_fetch_add_explicit(&ex->w->stats.requests, 1, memory_order_relaxed);
+}
+
+int ex_send(struct http_exchange *ex, struct response *r, const void *body, size_t len)
+{
+    if (r->overflow)
+        return ex_send_error(ex, 500);
+    if (len > CARRY_MAX - RESP_HEAD_MAX)
+        return ex_send_error(ex, 500); /* in-memory bodies are small by contract */
+    finish_head(ex, r, len);
+    if (r->overflow)
+        return ex_send_error(ex, 500);
+    note_response(ex, r->status);
+    struct iovec iov[2] = { { r->buf, r->len }, { (void *)(uintptr_t)body, len } };
+    bool with_body = len && !ex->head_only && !http_status_has_no_body(r->status);
+    return send_or_park(ex, iov, with_body ? 2 : 1, false);
+}
+
+int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len)
+{
+    struct conn *c = ex->conn;
+    if (r->overflow) {
+        close(fd);
+        return ex_send_error(ex, 500);
+    }
+    finish_head(ex, r, len);
+    if (r->overflow) {
+        close(fd);
+        return ex_send_error(ex, 500);
+    }
+    note_response(ex, r->status);
+    if (ex->head_only || len == 0) {
+        close(fd);
+        struct iovec iov = { r->buf, r->len };
+        return send_or_park(ex, &iov, 1, false);
+    }
+    if (len <= SMALL_FILE_MAX) {
+        char body[SMALL_FILE_MAX];
+        ssize_t n = pread(fd, body, len, off);
+        close(fd);
+        if (n < 0)
+            return -errno;
+        if ((size_t)n < len) {
+            /* Shrank since fstat: send what exists and close, so the client sees it is short. */
+            ex->keep_alive = false;
+            c->close_after = true;
+        }
+        struct iovec iov[2] = { { r->buf, r->len }, { body, (size_t)n } };
+        return send_or_park(ex, iov, 2, false);
+    }
+    c->file_fd = fd;
+    c->file_off = off;
+    c->file_left = (off_t)len;
+    struct iovec iov = { r->buf, r->len };
+    int rc = send_or_park(ex, &iov, 1, true);
+    if (rc < 0 || c->sending)
+        return rc; /* the head is parked; the file follows it on EPOLLOUT */
+    rc = conn_flush(c, ex->w);
+    if (rc == -EAGAIN) {
+        c->sending = true;
+        return 0;
+    }
+    return rc;
+}
+
+int ex_send_error(struct http_exchange *ex, int status)
+{
+    char head[RESP_HEAD_MAX];
+    char page[512];
+    struct response r;
+    resp_begin(&r, head, sizeof(head), status, ex->date);
+    if (status == 405 || status == 501)
+        resp_add(&r, "Allow: GET, HEAD, OPTIONS\r\n", 27);
+    if (status >= 400 && (status == 400 || status == 408 || status == 413 || status == 414 ||
+                          status == 431 || status == 505 || status == 501))
+        ex->keep_alive = false; /* framing may be in doubt: answer, then close */
+    size_t n = http_error_page(status, page, sizeof(page));
+    resp_add(&r, "Content-Type: text/html; charset=utf-8\r\n", 40);
+    return ex_send(ex, &r, page, n);
+}
+
+/* ---- receiving and dispatching ------------------------------------------------------------ */
+
+static const char *thread_date(struct worker *w)
+{
+    time_t now = time(NULL);
+    if (now != w->date_sec) {
+        http_date_format(now, w->date);
+        w->date_sec = now;
+    }
+    return w->date;
+}
+
+/* Answer one request whose head has been parsed. */
+static int serve_request(struct conn *c, struct worker *w, struct http_request *req,
+                         bool body_follows)
+{
+    struct server *srv = c->srv;
+    struct http_exchange ex = {
+        .conn = c,
+        .w = w,
+        .srv = srv,
+        .req = req,
+        .date = thread_date(w),
+        .head_only = req->method == HTTP_HEAD,
+        .keep_alive = req->keep_alive && !atomic_load_explicit(&srv->draining,
+                                                               memory_order_relaxed),
+    };
+    /* A client waiting for 100-continue that gets a final answer may never send the body, so
+     * the body's framing is in doubt: close after the response. */
+    if (body_follows && req->expect_continue)
+        ex.keep_alive = false;
+    int status = router_dispatch(srv->router, &ex);
+    int rc = 0;
+    if (!ex.responded)
+        rc = ex_send_error(&ex, status >= 400 ? status : 500);
+    c->requests++;
+    if (!ex.keep_alive)
+        c->close_after = true;
+    return rc;
+}
+
+/* Answer a request that failed to parse, then close. */
+static int serve_parse_error(struct conn *c, struct worker *w, int status)
+{
+    struct http_exchange ex = {
+        .conn = c, .w = w, .srv = c->srv, .req = NULL, .date = thread_date(w),
+        .keep_alive = false,
+    };
+    c->close_after = true;
+    return ex_send_error(&ex, status);
+}
+
+/* Keep buf[0..len) for the next event. Returns false when out of memory. */
+static bool stash_input(struct conn *c, const char *buf, size_t len)
+{
+    if (len == 0)
+        return true;
+    c->in = carry_dup(buf, len);
+    return c->in != NULL;
+}
+
+/* Read, parse and answer requests until the thread would have to wait. */
+static void conn_serve(struct conn *c, struct worker *w)
+{
+    struct server *srv = c->srv;
+    const struct config *cfg = &srv->cfg;
+    char buf[READ_BUF_SIZE];
+    struct http_request req;
+    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req };
+    size_t have = 0, pos = 0;
+    bool may_read = true;
+
+    if (c->in) {
+        memcpy(buf, c->in->data + c->in->off, c->in->len - c->in->off);
+        have = c->in->len - c->in->off;
+        carry_put(c->in);
+        c->in = NULL;
+    }
+
+    for (;;) {
+        while (pos < have) {
+            size_t used = 0;
+            if (c->phase == PH_BODY) {
+                enum http_parse_result r = http_parse_body(&ps, buf + pos, have - pos, &used);
+                pos += used;
+                if (r == HTTP_PARSE_INCOMPLETE)
+                    break;
+                if (r != HTTP_PARSE_DONE) {
+                    /* The response was already sent; a broken body leaves framing unknown. */
+                    conn_finish_close(c, true);
+                    return;
+                }
+                c->phase = PH_HEAD;
+                if (c->close_after) {
+                    conn_finish_close(c, pos < have);
+                    return;
+                }
+                continue;
+            }
+            enum http_parse_result r = http_parse_head(&ps, buf + pos, have - pos, &used);
+            if (r == HTTP_PARSE_INCOMPLETE)
+                break;
+            if (r == HTTP_PARSE_CLOSE) {
+                conn_close(c);
+                return;
+            }
+            if (r == HTTP_PARSE_ERROR) {
+                if (serve_parse_error(c, w, ps.status) < 0) {
+                    conn_close(c);
+                    return;
+                }
+                if (c->sending) {
+                    conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                    return;
+                }
+                conn_finish_close(c, true);
+                return;
+            }
+            pos += used;
+            c->head_deadline = false;
+            bool body_follows = r == HTTP_PARSE_HEAD;
+            if (body_follows)
+                c->phase = PH_BODY; /* the static handler discards bodies */
+            if (serve_request(c, w, &req, body_follows) < 0) {
+                conn_close(c);
+                return;
+            }
+            if (c->sending) {
+                if (!stash_input(c, buf + pos, have - pos)) {
+                    conn_close(c);
+                    return;
+                }
+                conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                return;
+            }
+            if (c->close_after && c->phase == PH_HEAD) {
+                conn_finish_close(c, pos < have);
+                return;
+            }
+        }
+
+        /* Need more input. */
+        if (pos > 0) {
+            memmove(buf, buf + pos, have - pos);
+            have -= pos;
+            pos = 0;
+        }
+        if (have == sizeof(buf)) {
+            /* Only a head can fill the buffer: bodies are consumed as they come. */
+            if (serve_parse_error(c, w, 431) < 0 || !c->sending) {
+                conn_finish_close(c, true);
+                return;
+            }
+            conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+            return;
+        }
+        ssize_t n = may_read ? c->tp->read(c, buf + have, sizeof(buf) - have) : -EAGAIN;
+        if (n > 0) {
+            /* A short read means the socket is drained: next time, re-arm instead of issuing a
+             * read that would only return EAGAIN. */
+            may_read = (size_t)n == sizeof(buf) - have;
+            have += (size_t)n;
+            continue;
+        }
+        if (n == 0 || n != -EAGAIN) {
+            conn_close(c); /* peer closed (mid-request: there is nobody to answer) or error */
+            return;
+        }
+        if (!stash_input(c, buf, have)) {
+            conn_close(c);
+            return;
+        }
+        if (c->phase == PH_BODY) {
+            conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+        } else if (have > 0) {
+            bool keep = c->head_deadline;
+            c->head_deadline = true;
+            conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_header, keep);
+        } else {
+            conn_arm(c, EPOLLIN, ARMED_IDLE,
+                     c->requests ? cfg->timeout_keepalive : cfg->timeout_header, false);
+        }
+        return;
+    }
+}
+
+static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+{
+    struct conn *c = (struct conn *)eh;
+    (void)events;
+    if (atomic_exchange_explicit(&c->armed, ARMED_NO, memory_order_acq_rel) == ARMED_KILLED) {
+        conn_close(c); /* expired by the timer sweep (timeout, drain) */
+        return;
+    }
+    if (c->phase == PH_LINGER) {
+        conn_linger(c);
+        return;
+    }
+    if (c->sending) {
+        int rc = conn_flush(c, w);
+        if (rc == -EAGAIN) {
+            conn_arm(c, EPOLLOUT, ARMED_BUSY, c->srv->cfg.timeout_send, false);
+            return;
+        }
+        if (rc < 0) {
+            conn_close(c);
+            return;
+        }
+        c->sending = false;
+        if (c->close_after && c->phase == PH_HEAD) {
+            conn_finish_close(c, c->in != NULL);
+            return;
+        }
+    }
+    conn_serve(c, w);
+}

@@ -1,0 +1,41 @@
+/* http_exchange.h — one request/response exchange, as handlers see it.
+ *
+ * Lives on the processing thread's stack for the duration of handler->handle(). A handler
+ * answers by building a head (http_response.h) and calling exactly one of the ex_send*()
+ * functions; the connection writes what it can at once and parks the rest (EPOLLOUT) without
+ * blocking the thread. */
+#ifndef LF_HTTP_EXCHANGE_H
+#define LF_HTTP_EXCHANGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "http_request.h"
+#include "http_response.h"
+
+struct conn;
+struct server;
+struct worker;
+
+struct http_exchange {
+    struct conn *conn;
+    struct worker *w;
+    struct server *srv;
+    const struct http_request *req;
+    const char *date;       /* IMF-fixdate of now, cached per thread */
+    bool head_only;         /* HEAD request: send headers, no body */
+    bool keep_alive;        /* the connection stays open after this response */
+    bool responded;
+    int status;             /* status sent, for logs and counters */
+};
+
+/* Send head + an in-memory body. Returns 0 (sent or parked) or -errno (connection dead). */
+int ex_send(struct http_exchange *ex, struct response *r, const void *body, size_t len);
+/* Send head + `len` bytes of `fd` from `off`; the exchange takes ownership of `fd` (it is
+ * closed when sent). */
+int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len);
+/* Send the built-in error page for `status` (with `Allow` for 405, etc.). */
+int ex_send_error(struct http_exchange *ex, int status);
+
+#endif

@@ -1,0 +1,306 @@
+/* http_parser.c — llhttp glue; see http_parser.h. */
+#include "http_parser.h"
+
+#include <string.h>
+
+#include "config.h"
+
+enum { ST_NONE = 0, ST_FIELD, ST_VALUE };
+
+#define PS(p) ((struct http_parse *)(p)->data)
+
+static int fail(llhttp_t *p, int status, const char *reason)
+{
+    PS(p)->status = status;
+    llhttp_set_error_reason(p, reason);
+    return HPE_USER;
+}
+
+static int check_head_size(llhttp_t *p, const char *at, size_t len)
+{
+    struct http_parse *ps = PS(p);
+    if ((size_t)(at + len - ps->msg_start) > ps->cfg->max_head_size)
+        return fail(p, 431, "request header fields too large");
+    return 0;
+}
+
+/* Extend a view with a span llhttp reports (the head is contiguous, so spans only grow). */
+static void extend(struct strview *v, const char *at, size_t len)
+{
+    if (!v->ptr)
+        v->ptr = at;
+    v->len = (size_t)(at + len - v->ptr);
+}
+
+static int on_method(llhttp_t *p, const char *at, size_t len)
+{
+    extend(&PS(p)->req->method_name, at, len);
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+    struct http_parse *ps = PS(p);
+    extend(&ps->req->target, at, len);
+    if (ps->req->target.len > ps->cfg->max_uri_length)
+        return fail(p, 414, "URI too long");
+    return check_head_size(p, at, len);
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+    struct http_parse *ps = PS(p);
+    struct http_request *req = ps->req;
+    if (!req)
+        return 0; /* chunked trailer fields are read and ignored */
+    if (ps->state != ST_FIELD) {
+        if (req->nheaders >= ps->cfg->max_headers || req->nheaders >= HTTP_MAX_HEADERS)
+            return fail(p, 431, "too many header fields");
+        req->headers[req->nheaders++] = (struct http_header){ SV_NULL, SV_NULL };
+        ps->state = ST_FIELD;
+    }
+    extend(&req->headers[req->nheaders - 1].name, at, len);
+    return check_head_size(p, at, len);
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+    struct http_parse *ps = PS(p);
+    if (!ps->req)
+        return 0;
+    struct http_header *h = &ps->req->headers[ps->req->nheaders - 1];
+    ps->state = ST_VALUE;
+    extend(&h->value, at, len);
+    return check_head_size(p, at, len);
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    struct http_parse *ps = PS(p);
+    struct http_request *req = ps->req;
+    if (!req)
+        return 0;
+    struct http_header *h = &req->headers[req->nheaders - 1];
+    ps->state = ST_VALUE;
+    if (!h->value.ptr)
+        h->value = (struct strview){ "", 0 };
+    h->value = sv_trim(h->value);
+    if (SV_CASE_EQ(h->name, "host")) {
+        req->host = h->value;
+        req->host_count++;
+    } else if (SV_CASE_EQ(h->name, "expect")) {
+        if (!SV_CASE_EQ(h->value, "100-continue"))
+            return fail(p, 417, "unsupported expectation");
+        req->expect_continue = true;
+    }
+    return 0;
+}
+
+/* Split the request-target into path and query; take the host from an absolute-form target. */
+static int split_target(llhttp_t *p, struct http_request *req)
+{
+    struct strview t = req->target;
+    if (t.len == 0)
+        return fail(p, 400, "empty request target");
+    if (t.ptr[0] != '/') {
+        if (t.len == 1 && t.ptr[0] == '*') {
+            if (req->method != HTTP_OPTIONS)
+                return fail(p, 400, "asterisk-form is for OPTIONS only");
+            req->path = t;
+            return 0;
+        }
+        size_t skip;
+        if (t.len > 7 && !strncasecmp(t.ptr, "http://", 7))
+            skip = 7;
+        else if (t.len > 8 && !strncasecmp(t.ptr, "https://", 8))
+            skip = 8;
+        else
+            return fail(p, 400, "invalid request target");
+        const char *auth = t.ptr + skip;
+        const char *end = t.ptr + t.len;
+        const char *slash = memchr(auth, '/', (size_t)(end - auth));
+        const char *stop = slash ? slash : end;
+        const char *q = memchr(auth, '?', (size_t)(end - auth));
+        if (q && q < stop)
+            stop = q;
+        if (stop == auth)
+            return fail(p, 400, "absolute-form without authority");
+        req->host = (struct strview){ auth, (size_t)(stop - auth) };
+        req->host_count = 1; /* the authority wins over any Host header (RFC 9112 3.2.2) */
+        t = (struct strview){ stop, (size_t)(end - stop) };
+        if (t.len == 0 || t.ptr[0] == '?') {
+            req->path = SV("/");
+            if (t.len) {
+                req->query = (struct strview){ t.ptr + 1, t.len - 1 };
+            }
+            return 0;
+        }
+    }
+    const char *q = memchr(t.ptr, '?', t.len);
+    const char *hash = memchr(t.ptr, '#', t.len);
+    if (hash)
+        return fail(p, 400, "fragment in request target");
+    if (q) {
+        req->path = (struct strview){ t.ptr, (size_t)(q - t.ptr) };
+        req->query = (struct strview){ q + 1, (size_t)(t.ptr + t.len - q - 1) };
+    } else {
+        req->path = t;
+    }
+    return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    struct http_parse *ps = PS(p);
+    struct http_request *req = ps->req;
+    req->method = llhttp_get_method(p);
+    req->http_major = llhttp_get_http_major(p);
+    req->http_minor = llhttp_get_http_minor(p);
+    req->keep_alive = llhttp_should_keep_alive(p);
+    if (req->method == HTTP_PRI && req->http_major == 2)
+        return fail(p, -1, "HTTP/2 connection preface");
+    if (req->http_major != 1 || req->http_minor > 1)
+        return fail(p, 505, "HTTP version not supported");
+    if (req->method == HTTP_CONNECT)
+        return fail(p, 501, "CONNECT not supported");
+    int rc = split_target(p, req);
+    if (rc)
+        return rc;
+    if (req->http_minor == 1 && req->host_count == 0)
+        return fail(p, 400, "missing Host header");
+    if (req->host_count > 1)
+        return fail(p, 400, "more than one Host header");
+    req->chunked = (p->flags & F_CHUNKED) != 0;
+    req->content_length = req->chunked ? 0 : p->content_length;
+    req->has_body = req->chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
+    if (!req->chunked && req->content_length > ps->cfg->max_body_size)
+        return fail(p, 413, "request body too large");
+    if (!req->has_body)
+        req->expect_continue = false;
+    ps->body_seen = 0;
+    return req->has_body ? HPE_PAUSED : 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    struct http_parse *ps = PS(p);
+    ps->body_seen += len;
+    if (ps->body_seen > ps->cfg->max_body_size)
+        return fail(p, 413, "request body too large");
+    if (ps->on_body) {
+        int st = ps->on_body(ps->body_arg, at, len);
+        if (st)
+            return fail(p, st, "body rejected");
+    }
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    (void)p;
+    return HPE_PAUSED;
+}
+
+static const llhttp_settings_t settings = {
+    .on_method = on_method,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_header_value_complete = on_header_value_complete,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void http_parser_init(llhttp_t *parser)
+{
+    llhttp_init(parser, HTTP_REQUEST, &settings);
+}
+
+/* Is data[0..) a method token followed by a space (unknown method -> 501, else 400)? */
+static bool looks_like_token_method(const char *data, size_t len)
+{
+    size_t i = 0;
+    while (i < len && i < 32) {
+        unsigned char c = (unsigned char)data[i];
+        if (c == ' ')
+            return i > 0;
+        if (!(c > 0x20 && c < 0x7f) || strchr("\"(),/:;<=>?@[\\]{}", c))
+            return false;
+        i++;
+    }
+    return false;
+}
+
+/* Map an llhttp error to a response status (0: close without one). */
+static int error_status(struct http_parse *ps, llhttp_errno_t err, const char *data, size_t len)
+{
+    if (ps->status) /* set by one of our callbacks (fail()) */
+        return ps->status > 0 ? ps->status : 0;
+    switch (err) {
+    case HPE_INVALID_METHOD:
+        return looks_like_token_method(data, len) ? 501 : 400;
+    case HPE_INVALID_VERSION:
+        return 505;
+    case HPE_INVALID_TRANSFER_ENCODING:
+        return 501;
+    default:
+        return 400;
+    }
+}
+
+static enum http_parse_result run(struct http_parse *ps, const char *data, size_t len,
+                                  size_t *consumed, bool head)
+{
+    llhttp_t *p = ps->parser;
+    p->data = ps;
+    llhttp_errno_t err = llhttp_execute(p, data, len);
+    if (err == HPE_OK) {
+        *consumed = len;
+        return HTTP_PARSE_INCOMPLETE;
+    }
+    if (err == HPE_PAUSED) {
+        *consumed = (size_t)(llhttp_get_error_pos(p) - data);
+        llhttp_resume(p);
+        /* A pause in on_headers_complete leaves the body to come; in on_message_complete the
+         * message has ended. message_complete always follows headers_complete in the same
+         * execute when there is no body, so `head && has_body` tells them apart. */
+        if (head && ps->req->has_body)
+            return HTTP_PARSE_HEAD;
+        return HTTP_PARSE_DONE;
+    }
+    ps->status = error_status(ps, err, data, head ? len : 0);
+    return ps->status ? HTTP_PARSE_ERROR : HTTP_PARSE_CLOSE;
+}
+
+enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, size_t len,
+                                       size_t *consumed)
+{
+    memset(ps->req, 0, offsetof(struct http_request, headers));
+    ps->msg_start = data;
+    ps->state = ST_NONE;
+    ps->status = 0;
+    llhttp_reset(ps->parser);
+    enum http_parse_result r = run(ps, data, len, consumed, true);
+    if (r == HTTP_PARSE_INCOMPLETE && len > ps->cfg->max_head_size) {
+        ps->status = 431;
+        return HTTP_PARSE_ERROR;
+    }
+    return r;
+}
+
+enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, size_t len,
+                                       size_t *consumed)
+{
+    ps->req = NULL; /* the head's buffer is gone; trailers are ignored */
+    ps->status = 0;
+    return run(ps, data, len, consumed, false);
+}
+
+struct strview http_request_header(const struct http_request *req, const char *name, size_t len)
+{
+    for (unsigned i = 0; i < req->nheaders; i++)
+        if (sv_case_eq(req->headers[i].name, name, len))
+            return req->headers[i].value;
+    return SV_NULL;
+}

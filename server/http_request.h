@@ -1,0 +1,43 @@
+/* http_request.h — a parsed request: views into the processing thread's read buffer.
+ *
+ * Valid only while the event that parsed it is being processed; nothing here is copied. */
+#ifndef LF_HTTP_REQUEST_H
+#define LF_HTTP_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <llhttp.h> /* llhttp_method_t: HTTP_GET, HTTP_HEAD, ... */
+
+#include "strview.h"
+
+#define HTTP_MAX_HEADERS 128 /* hard cap; config max_headers (default 100) is checked first */
+
+struct http_header {
+    struct strview name;
+    struct strview value;
+};
+
+struct http_request {
+    uint8_t method;              /* llhttp_method_t */
+    uint8_t http_major, http_minor;
+    bool keep_alive;             /* llhttp_should_keep_alive() at headers complete */
+    bool has_body;               /* Content-Length > 0 or chunked */
+    bool chunked;
+    bool expect_continue;
+    uint64_t content_length;     /* when !chunked */
+    struct strview method_name;
+    struct strview target;       /* request-target as sent */
+    struct strview path;         /* target's path (absolute-form: after the authority) */
+    struct strview query;        /* after '?', without it; ptr NULL when there is none */
+    struct strview host;         /* Host header, or the authority of an absolute-form target */
+    unsigned host_count;
+    unsigned nheaders;
+    struct http_header headers[HTTP_MAX_HEADERS];
+};
+
+/* Case-insensitive lookup of the first header named `name`; SV_NULL when absent. */
+struct strview http_request_header(const struct http_request *req, const char *name, size_t len);
+#define HTTP_HEADER(req, lit) http_request_header((req), (lit), sizeof(lit) - 1)
+
+#endif

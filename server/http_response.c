@@ -1,0 +1,112 @@
+/* http_response.c — response heads; see http_response.h. */
+#include "http_response.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t fmt_u64(char *out, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+const char *http_status_reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+void resp_add(struct response *r, const char *s, size_t n)
+{
+    if (r->overflow || r->len + n > r->cap) {
+        r->overflow = true;
+        return;
+    }
+    memcpy(r->buf + r->len, s, n);
+    r->len += n;
+}
+
+void resp_begin(struct response *r, char *buf, size_t cap, int status, const char *date)
+{
+    r->buf = buf;
+    r->cap = cap;
+    r->len = 0;
+    r->status = status;
+    r->overflow = false;
+    char num[4] = { (char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
+                    (char)('0' + status % 10), ' ' };
+    resp_add(r, "HTTP/1.1 ", 9);
+    resp_add(r, num, 4);
+    const char *reason = http_status_reason(status);
+    resp_add(r, reason, strlen(reason));
+    resp_add(r, "\r\nServer: lfhttpd\r\nDate: ", 25);
+    resp_add(r, date, 29);
+    resp_add(r, "\r\n", 2);
+}
+
+void resp_header(struct response *r, const char *name, size_t namelen, const char *value,
+                 size_t valuelen)
+{
+    resp_add(r, name, namelen);
+    resp_add(r, ": ", 2);
+    resp_add(r, value, valuelen);
+    resp_add(r, "\r\n", 2);
+}
+
+void resp_header_u64(struct response *r, const char *name, size_t namelen, uint64_t v)
+{
+    char num[24];
+    resp_header(r, name, namelen, num, fmt_u64(num, v));
+}
+
+size_t http_error_page(int status, char *out, size_t cap)
+{
+    const char *reason = http_status_reason(status);
+    int n = snprintf(out, cap,
+                     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                     "<title>%d %s</title></head>\n<body><h1>%d %s</h1>"
+                     "<hr><p>lfhttpd</p></body></html>\n",
+                     status, reason, status, reason);
+    return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
+}

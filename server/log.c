@@ -1,0 +1,45 @@
+/* log.c — error log; see log.h. */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Written once at start-up before any thread exists; read-only afterwards. */
+static enum log_level log_threshold = LOG_NOTICE;
+static int log_fd = 2;
+
+static const char *const level_names[] = { "error", "warn", "notice", "info", "debug" };
+
+void log_init(enum log_level level, int fd)
+{
+    log_threshold = level;
+    log_fd = fd;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    if (level > log_threshold)
+        return;
+    char line[1024];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02dZ [%s] ", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     level_names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof(line) - 2)
+        len = sizeof(line) - 2;
+    line[len++] = '\n';
+    ssize_t w = write(log_fd, line, len);
+    (void)w; /* nowhere left to report a failing error log */
+}

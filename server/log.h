@@ -1,0 +1,21 @@
+/* log.h — the error log: leveled, printf-checked, one write() per line.
+ *
+ * Each line is formatted into a stack buffer and emitted with a single write(2), so lines from
+ * different pool threads never interleave and no lock is taken. */
+#ifndef LF_LOG_H
+#define LF_LOG_H
+
+enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_NOTICE, LOG_INFO, LOG_DEBUG };
+
+/* Set the threshold (messages above it are dropped) and the destination fd (default 2). */
+void log_init(enum log_level level, int fd);
+
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,62 @@
+/* strview.h — non-owning string views (ptr + len), never NUL-terminated.
+ *
+ * Requests are parsed in place in the processing thread's stack buffer; every field of a
+ * request is a view into that buffer and is valid only while the event is being processed. */
+#ifndef LF_STRVIEW_H
+#define LF_STRVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+struct strview {
+    const char *ptr;
+    size_t len;
+};
+
+#define SV(lit) ((struct strview){ (lit), sizeof(lit) - 1 })
+#define SV_NULL ((struct strview){ NULL, 0 })
+
+static inline bool sv_eq(struct strview a, const char *lit, size_t litlen)
+{
+    return a.len == litlen && memcmp(a.ptr, lit, litlen) == 0;
+}
+
+static inline bool sv_case_eq(struct strview a, const char *lit, size_t litlen)
+{
+    return a.len == litlen && strncasecmp(a.ptr, lit, litlen) == 0;
+}
+
+#define SV_EQ(sv, lit) sv_eq((sv), (lit), sizeof(lit) - 1)
+#define SV_CASE_EQ(sv, lit) sv_case_eq((sv), (lit), sizeof(lit) - 1)
+
+/* Trim optional whitespace (SP / HTAB) at both ends. */
+static inline struct strview sv_trim(struct strview s)
+{
+    while (s.len && (s.ptr[0] == ' ' || s.ptr[0] == '\t')) {
+        s.ptr++;
+        s.len--;
+    }
+    while (s.len && (s.ptr[s.len - 1] == ' ' || s.ptr[s.len - 1] == '\t'))
+        s.len--;
+    return s;
+}
+
+/* Does the comma-separated token list `s` contain `tok` (case-insensitive)? */
+static inline bool sv_list_has_token(struct strview s, const char *tok, size_t toklen)
+{
+    size_t i = 0;
+    while (i < s.len) {
+        size_t start = i;
+        while (i < s.len && s.ptr[i] != ',')
+            i++;
+        struct strview item = sv_trim((struct strview){ s.ptr + start, i - start });
+        if (sv_case_eq(item, tok, toklen))
+            return true;
+        i++;
+    }
+    return false;
+}
+
+#endif

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Install the Debian packages lfhttpd's build and tests need, only those missing.
+# Quiet when everything is already there. Used by `make deps` (and so by `make run`/`make test`).
+set -eu
+PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
