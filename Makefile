@@ -80,7 +80,7 @@ deps:
 	@sh tools/deps.sh
 
 run: deps all
-	./$(BUILD)/lfhttpd --listen 127.0.0.1:8080 www
+	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen 127.0.0.1:8080
 
 test: deps all unit
 	@python3 tests/run.py --build $(BUILD)

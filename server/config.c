@@ -94,7 +94,7 @@ static const struct directive directives[] = {
     { "threads", D_THREADS, F(threads), 0, 1024 },
     { "leader_batch", D_UINT, F(batch), 1, 64 },
     { "log_level", D_LOGLEVEL, F(log_level), 0, 0 },
-    { "max_request_head", D_SIZE, F(max_head_size), 1024, 1024 * 1024 },
+    { "max_request_head", D_SIZE, F(max_head_size), 1024, 64 * 1024 },
     { "max_headers", D_UINT, F(max_headers), 1, 1000 },
     { "max_uri_length", D_SIZE, F(max_uri_length), 64, 1024 * 1024 },
     { "max_body_size", D_SIZE, F(max_body_size), 0, UINT64_C(1) << 40 },

@@ -51,7 +51,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
     struct http_request *req = ps->req;
-    if (!req)
+    if (ps->in_body)
         return 0; /* chunked trailer fields are read and ignored */
     if (ps->state != ST_FIELD) {
         if (req->nheaders >= ps->cfg->max_headers || req->nheaders >= HTTP_MAX_HEADERS)
@@ -66,7 +66,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
-    if (!ps->req)
+    if (ps->in_body)
         return 0;
     struct http_header *h = &ps->req->headers[ps->req->nheaders - 1];
     ps->state = ST_VALUE;
@@ -78,7 +78,7 @@ static int on_header_value_complete(llhttp_t *p)
 {
     struct http_parse *ps = PS(p);
     struct http_request *req = ps->req;
-    if (!req)
+    if (ps->in_body)
         return 0;
     struct http_header *h = &req->headers[req->nheaders - 1];
     ps->state = ST_VALUE;
@@ -278,6 +278,7 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
 {
     memset(ps->req, 0, offsetof(struct http_request, headers));
     ps->msg_start = data;
+    ps->in_body = false;
     ps->state = ST_NONE;
     ps->status = 0;
     llhttp_reset(ps->parser);
@@ -292,7 +293,7 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
 enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, size_t len,
                                        size_t *consumed)
 {
-    ps->req = NULL; /* the head's buffer is gone; trailers are ignored */
+    ps->in_body = true; /* the head's buffer may be gone; trailers are ignored */
     ps->status = 0;
     return run(ps, data, len, consumed, false);
 }

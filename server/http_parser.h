@@ -11,6 +11,7 @@
 #define LF_HTTP_PARSER_H
 
 #include <llhttp.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "http_request.h"
@@ -38,6 +39,7 @@ struct http_parse {
     http_body_cb on_body;
     void *body_arg;
     int status;                  /* error status on HTTP_PARSE_ERROR */
+    bool in_body;                /* parsing a body: `req` belongs to an earlier event */
     int state;                   /* internal */
 };
 

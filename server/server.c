@@ -171,6 +171,9 @@ int server_init(struct server *srv, const struct config *cfg)
         return -1;
     }
 
+    if (cfg->test_only)
+        return 0; /* -t: the configuration is valid; bind nothing */
+
     int rc = hs_init(&srv->hs);
     if (rc < 0) {
         fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
