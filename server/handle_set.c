@@ -49,8 +49,10 @@ int hs_rearm(struct handle_set *hs, struct event_handler *eh, uint32_t events)
 {
 #if HS_TSAN
     struct epoll_event ev = { .events = events | EPOLLONESHOT | EPOLLRDHUP, .data.ptr = eh };
+    int fd = eh->fd; /* the last touch of *eh: after the release another thread may free it */
+    int epfd = hs->epfd;
     __tsan_release(hs);
-    return syscall(SYS_epoll_ctl, hs->epfd, EPOLL_CTL_MOD, eh->fd, &ev) < 0 ? -errno : 0;
+    return syscall(SYS_epoll_ctl, epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : 0;
 #else
     return hs_ctl(hs, EPOLL_CTL_MOD, eh, events);
 #endif

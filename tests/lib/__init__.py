@@ -1,0 +1,1 @@
+"""Test helpers for lfhttpd (see server.py)."""
