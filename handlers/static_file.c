@@ -1,123 +1,445 @@
-/* static_file.c — GET/HEAD of files under the document root.
+/* static_file.c — the static file handler: what a user of nginx or lighttpd expects.
  *
- * The request path is percent-decoded and normalised (path.c) and then opened relative to the
- * root's directory fd with openat2(RESOLVE_BENEATH), so neither "..", nor an encoded
- * separator, nor a symlink can reach outside the root: the kernel refuses any resolution that
- * would leave it. Files are answered with sendfile (or one writev for small files) by the
- * exchange; nothing here blocks on a peer. */
+ * The router hands over the decoded, normalised path (no "..", so it cannot climb out), and the
+ * open-file cache (file_cache.c) resolves it strictly beneath the location's root with
+ * openat2(RESOLVE_BENEATH): a symlink can only lead out when `follow_symlinks any` says so.
+ * Then, per RFC 9110: validators and conditional requests (304/412), byte ranges (206, 416,
+ * multipart/byteranges), precompressed representations chosen by Accept-Encoding, directory
+ * redirects with a relative Location, index files, directory listings (HTML and JSON), a
+ * single-page-application fallback, Cache-Control/Expires and extra headers per location.
+ * Hot files are answered from the cache: no open/fstat per request, and small files from
+ * memory in one writev. Nothing here blocks on a peer. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "file_cache.h"
 #include "handler.h"
 #include "http_date.h"
 #include "http_exchange.h"
-#include "log.h"
 #include "mime.h"
 #include "path.h"
 #include "server.h"
+#include "site.h"
 
-#define DEFAULT_TYPE "application/octet-stream"
+#define MAX_RANGES 16
+#define ALLOW_STATIC "Allow: GET, HEAD, OPTIONS\r\n"
 
 struct static_files {
     struct server *srv;
+    const struct loc_conf *lc;
 };
 
-/* openat2 is missing in some sandboxes (seccomp profiles answer ENOSYS or EPERM). */
-static _Atomic int openat2_missing;
-
-/* Fallback as strict as RESOLVE_BENEATH: walk the (already normalised, ".."-free) path one
- * component at a time and follow no symlink at all. */
-static int open_walk(int root_fd, const char *rel, int flags)
+static void *static_create(struct server *srv, const struct loc_conf *lc, char *err, size_t errlen)
 {
-    char comp[4096];
-    int dir = root_fd;
-    const char *p = rel;
-    for (;;) {
-        const char *slash = strchr(p, '/');
-        size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (len >= sizeof(comp)) {
-            if (dir != root_fd)
-                close(dir);
-            return -ENAMETOOLONG;
-        }
-        memcpy(comp, p, len);
-        comp[len] = '\0';
-        bool last = !slash || slash[1] == '\0';
-        int fd = openat(dir, comp, last ? flags | O_NOFOLLOW : O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int err = errno;
-        if (dir != root_fd)
-            close(dir);
-        if (fd < 0)
-            return err == ELOOP ? -EXDEV : -err;
-        if (last)
-            return fd;
-        dir = fd;
-        p = slash + 1;
-    }
-}
-
-/* Open `rel` (relative, no leading '/', "." for the root) strictly beneath the root. */
-static int open_beneath(int root_fd, const char *rel)
-{
-    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK; /* O_NONBLOCK: never hang on a FIFO */
-    if (!atomic_load_explicit(&openat2_missing, memory_order_relaxed)) {
-        struct open_how how = { .flags = (uint64_t)flags,
-                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
-        long fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
-        if (fd >= 0)
-            return (int)fd;
-        if (errno != ENOSYS && errno != EPERM)
-            return -errno;
-        if (!atomic_exchange(&openat2_missing, 1))
-            log_warn("openat2 unavailable (%s): symlinks will not be followed", strerror(errno));
-    }
-    return open_walk(root_fd, rel, flags);
-}
-
-static int errno_to_status(int err)
-{
-    switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-    case EXDEV: /* resolution would leave the root (e.g. a symlink pointing outside) */
-    case ELOOP:
-    case ENAMETOOLONG:
-        return 404;
-    case EACCES:
-    case EPERM:
-        return 403;
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-        return 503;
-    default:
-        return 500;
-    }
-}
-
-static void *static_create(struct server *srv, const char *arg, char *err, size_t errlen)
-{
-    (void)arg;
     struct static_files *sf = calloc(1, sizeof(*sf));
     if (!sf) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     sf->srv = srv;
+    sf->lc = lc;
     return sf;
 }
 
 static void static_destroy(void *inst)
 {
     free(inst);
+}
+
+/* ---- header parsing helpers ------------------------------------------------------------------ */
+
+/* Take the next comma-separated element of a header value (quotes respected). */
+static bool next_element(struct strview *list, struct strview *item)
+{
+    while (list->len && (list->ptr[0] == ',' || list->ptr[0] == ' ' || list->ptr[0] == '\t')) {
+        list->ptr++;
+        list->len--;
+    }
+    if (!list->len)
+        return false;
+    const char *start = list->ptr;
+    bool quoted = false;
+    while (list->len && (quoted || list->ptr[0] != ',')) {
+        if (list->ptr[0] == '"')
+            quoted = !quoted;
+        list->ptr++;
+        list->len--;
+    }
+    *item = sv_trim((struct strview){ start, (size_t)(list->ptr - start) });
+    return true;
+}
+
+/* Does the entity-tag list `hdr` match `etag`? Weak comparison ignores W/; strong comparison
+ * never matches a weak tag. "*" matches any current representation. */
+static bool etag_list_matches(struct strview hdr, const char *etag, size_t etag_len, bool weak)
+{
+    struct strview item;
+    while (next_element(&hdr, &item)) {
+        if (item.len == 1 && item.ptr[0] == '*')
+            return true;
+        if (item.len > 2 && item.ptr[0] == 'W' && item.ptr[1] == '/') {
+            if (!weak)
+                continue;
+            item.ptr += 2;
+            item.len -= 2;
+        }
+        if (item.len == etag_len && !memcmp(item.ptr, etag, etag_len))
+            return true;
+    }
+    return false;
+}
+
+/* q-value of one Accept-Encoding element's parameters, in thousandths (1000 when absent);
+ * -1 when malformed. */
+static int parse_q(const char *p, const char *end)
+{
+    while (p < end) {
+        while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
+            p++;
+        if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+            p += 2;
+            if (p == end || (*p != '0' && *p != '1'))
+                return -1;
+            int q = (*p++ - '0') * 1000;
+            if (p < end && *p == '.') {
+                p++;
+                for (int scale = 100; p < end && *p >= '0' && *p <= '9'; scale /= 10)
+                    q += (*p++ - '0') * scale;
+            }
+            while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+            return p == end && q <= 1000 ? q : -1;
+        }
+        while (p < end && *p != ';')
+            p++;
+    }
+    return 1000;
+}
+
+struct accept_enc {
+    int q[FC_NENC]; /* br, zstd, gzip */
+    int identity;
+};
+
+/* Parse Accept-Encoding (RFC 9110 12.5.3). Absent header: identity only. */
+static void parse_accept_encoding(struct strview hdr, struct accept_enc *ae)
+{
+    static const char *const names[FC_NENC] = { "br", "zstd", "gzip" };
+    int star = -1;
+    for (int i = 0; i < FC_NENC; i++)
+        ae->q[i] = -1;
+    ae->identity = -1;
+    struct strview item;
+    while (hdr.ptr && next_element(&hdr, &item)) {
+        const char *semi = memchr(item.ptr, ';', item.len);
+        struct strview coding = sv_trim((struct strview){ item.ptr, semi ? (size_t)(semi - item.ptr) : item.len });
+        int q = semi ? parse_q(semi, item.ptr + item.len) : 1000;
+        if (q < 0)
+            continue;
+        if (SV_CASE_EQ(coding, "*"))
+            star = q;
+        else if (SV_CASE_EQ(coding, "identity"))
+            ae->identity = q;
+        else if (SV_CASE_EQ(coding, "x-gzip"))
+            ae->q[FC_GZIP] = q;
+        for (int i = 0; i < FC_NENC; i++)
+            if (sv_case_eq(coding, names[i], strlen(names[i])))
+                ae->q[i] = q;
+    }
+    for (int i = 0; i < FC_NENC; i++)
+        if (ae->q[i] < 0)
+            ae->q[i] = star >= 0 ? star : 0;
+    if (ae->identity < 0)
+        ae->identity = star == 0 ? 0 : 1000; /* acceptable unless excluded (by * or explicitly) */
+}
+
+struct range {
+    uint64_t first, last; /* inclusive */
+};
+
+/* Parse a Range header against a representation of `size` bytes. Returns the number of
+ * satisfiable ranges (sorted, overlapping and adjacent ones coalesced), 0 when none is
+ * satisfiable (416), or -1 when the header is to be ignored (malformed, another unit, too many
+ * ranges: RFC 9110 14.2 lets a server ignore Range). */
+static int parse_ranges(struct strview hdr, uint64_t size, struct range *out)
+{
+    if (hdr.len < 6 || strncasecmp(hdr.ptr, "bytes=", 6))
+        return -1;
+    struct strview list = { hdr.ptr + 6, hdr.len - 6 };
+    struct strview item;
+    int n = 0, specs = 0;
+    while (next_element(&list, &item)) {
+        if (++specs > MAX_RANGES)
+            return -1;
+        const char *dash = memchr(item.ptr, '-', item.len);
+        if (!dash)
+            return -1;
+        struct strview a = sv_trim((struct strview){ item.ptr, (size_t)(dash - item.ptr) });
+        struct strview b = sv_trim((struct strview){ dash + 1, (size_t)(item.ptr + item.len - dash - 1) });
+        uint64_t first = 0, last = 0;
+        bool has_a = a.len > 0, has_b = b.len > 0;
+        if (!has_a && !has_b)
+            return -1;
+        for (size_t i = 0; i < a.len; i++) {
+            if (a.ptr[i] < '0' || a.ptr[i] > '9' || first > (UINT64_MAX - 9) / 10)
+                return -1;
+            first = first * 10 + (uint64_t)(a.ptr[i] - '0');
+        }
+        for (size_t i = 0; i < b.len; i++) {
+            if (b.ptr[i] < '0' || b.ptr[i] > '9' || last > (UINT64_MAX - 9) / 10)
+                return -1;
+            last = last * 10 + (uint64_t)(b.ptr[i] - '0');
+        }
+        if (!has_a) { /* suffix: the last `last` bytes */
+            if (last == 0 || size == 0)
+                continue;
+            first = last >= size ? 0 : size - last;
+            last = size - 1;
+        } else {
+            if (has_b && last < first)
+                return -1; /* invalid spec: ignore the whole header */
+            if (first >= size)
+                continue;  /* unsatisfiable spec */
+            if (!has_b || last >= size)
+                last = size - 1;
+        }
+        out[n++] = (struct range){ first, last };
+    }
+    if (specs == 0)
+        return -1;
+    /* Sort (insertion: at most MAX_RANGES) and coalesce overlapping or adjacent ranges. */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && out[j].first < out[j - 1].first; j--) {
+            struct range t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m && out[i].first <= out[m - 1].last + 1) {
+            if (out[i].last > out[m - 1].last)
+                out[m - 1].last = out[i].last;
+        } else {
+            out[m++] = out[i];
+        }
+    }
+    return m;
+}
+
+/* Does If-Range (an entity-tag or an HTTP-date) still hold for `e`? (RFC 9110 13.1.5) */
+static bool if_range_holds(struct strview v, const struct fc_entry *e)
+{
+    if (v.len && v.ptr[0] == '"')
+        return v.len == e->etag_len && !memcmp(v.ptr, e->etag, v.len); /* strong comparison */
+    if (v.len > 2 && v.ptr[0] == 'W' && v.ptr[1] == '/')
+        return false;
+    time_t t;
+    return http_date_parse(v.ptr, v.len, &t) == 0 && t == e->st.st_mtim.tv_sec;
+}
+
+/* ---- responses ------------------------------------------------------------------------------- */
+
+static void release_entry(void *ref)
+{
+    fc_release(ref);
+}
+
+/* Per-request headers: Expires (relative to now). */
+static void add_expires(struct response *r, const struct loc_conf *lc)
+{
+    if (lc->expires >= 0) {
+        char d[32];
+        http_date_format(time(NULL) + lc->expires, d);
+        RESP_HEADER(r, "Expires", d, 29);
+    }
+}
+
+/* Location headers (add_header, Cache-Control) for answers not built from a cache entry. */
+static void add_location_headers(struct response *r, const struct loc_conf *lc)
+{
+    if (lc->cache_control[0])
+        RESP_HEADER_STR(r, "Cache-Control", lc->cache_control);
+    for (int i = 0; i < lc->nheaders; i++)
+        resp_header(r, lc->headers[i].name, lc->headers[i].name_len, lc->headers[i].value,
+                    lc->headers[i].value_len);
+}
+
+/* 304: the validators and caching headers of the 200 it stands for, no body. */
+static int send_not_modified(struct http_exchange *ex, const struct fc_entry *e)
+{
+    char head[RESP_HEAD_MAX];
+    struct response r;
+    resp_begin(&r, head, sizeof(head), 304, ex->date);
+    if (ex->loc->etag)
+        RESP_HEADER(&r, "ETag", e->etag, e->etag_len);
+    RESP_HEADER(&r, "Last-Modified", e->last_modified, 29);
+    if (e->vary)
+        resp_add(&r, "Vary: Accept-Encoding\r\n", 23);
+    add_location_headers(&r, ex->loc);
+    add_expires(&r, ex->loc);
+    return ex_send(ex, &r, NULL, 0);
+}
+
+/* Write a multipart/byteranges body (RFC 9110 14.6) into an anonymous file and send it. */
+static int send_multipart(struct http_exchange *ex, struct fc_entry *e, const struct range *rg,
+                          int n)
+{
+    char boundary[40];
+    snprintf(boundary, sizeof(boundary), "lfhttpd-%016llx",
+             (unsigned long long)((uint64_t)(uintptr_t)e ^ (uint64_t)time(NULL) ^
+                                  (uint64_t)e->st.st_ino << 17));
+    int fd = memfd_create("lfhttpd-multipart", MFD_CLOEXEC);
+    if (fd < 0)
+        return 503;
+    uint64_t size = (uint64_t)e->st.st_size;
+    for (int i = 0; i < n; i++) {
+        char part[512];
+        int hl = snprintf(part, sizeof(part),
+                          "\r\n--%s\r\nContent-Type: %s\r\nContent-Range: bytes %llu-%llu/%llu\r\n\r\n",
+                          boundary, e->type, (unsigned long long)rg[i].first,
+                          (unsigned long long)rg[i].last, (unsigned long long)size);
+        if (write(fd, part, (size_t)hl) != hl)
+            goto fail;
+        uint64_t left = rg[i].last - rg[i].first + 1;
+        off_t off = (off_t)rg[i].first;
+        while (left) {
+            ssize_t c;
+            if (e->body) {
+                c = write(fd, e->body + off, left);
+            } else {
+                c = copy_file_range(e->fd, &off, fd, NULL, left, 0);
+                if (c < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS)) {
+                    char buf[16384];
+                    ssize_t rd = pread(e->fd, buf, left < sizeof(buf) ? left : sizeof(buf), off);
+                    c = rd > 0 ? write(fd, buf, (size_t)rd) : -1;
+                    if (c > 0)
+                        off += c;
+                }
+            }
+            if (c <= 0)
+                goto fail;
+            if (e->body)
+                off += c;
+            left -= (uint64_t)c;
+        }
+    }
+    char tail[64];
+    int tl = snprintf(tail, sizeof(tail), "\r\n--%s--\r\n", boundary);
+    if (write(fd, tail, (size_t)tl) != tl)
+        goto fail;
+    off_t total = lseek(fd, 0, SEEK_CUR);
+
+    char head[RESP_HEAD_MAX];
+    struct response r;
+    resp_begin(&r, head, sizeof(head), 206, ex->date);
+    resp_add(&r, "Content-Type: multipart/byteranges; boundary=", 45);
+    resp_add(&r, boundary, strlen(boundary));
+    resp_add(&r, "\r\n", 2);
+    /* The entry's header block starts with its Content-Type line: skip that line. */
+    const char *rest = memmem(e->headers, e->headers_len, "\r\n", 2);
+    resp_add(&r, rest + 2, e->headers_len - (size_t)(rest + 2 - e->headers));
+    add_expires(&r, ex->loc);
+    return ex_send_file(ex, &r, fd, 0, (size_t)total) < 0 ? -1 : 0;
+fail:
+    close(fd);
+    return 500;
+}
+
+/* Answer GET/HEAD for a regular file (conditionals, ranges, precompressed variants). */
+static int serve_file(struct http_exchange *ex, struct fc_entry *e)
+{
+    const struct http_request *req = ex->req;
+    const struct loc_conf *lc = ex->loc;
+
+    /* Pick the representation: a precompressed variant the client accepts, or the file. */
+    struct fc_entry *rep = e;
+    struct strview aeh = HTTP_HEADER(req, "accept-encoding");
+    if (aeh.ptr) {
+        struct accept_enc ae;
+        parse_accept_encoding(aeh, &ae);
+        int best = -1; /* ties go to the better compression: br, zstd, gzip */
+        for (int i = 0; i < FC_NENC; i++)
+            if (e->variant[i] && ae.q[i] > 0 && (best < 0 || ae.q[i] > ae.q[best]))
+                best = i;
+        if (best >= 0 && ae.q[best] >= ae.identity)
+            rep = e->variant[best];
+        else if (ae.identity == 0)
+            return 406; /* identity excluded and no acceptable coding available */
+    }
+
+    /* Preconditions, in RFC 9110 13.2.2 order. */
+    struct strview im = HTTP_HEADER(req, "if-match");
+    struct strview inm = HTTP_HEADER(req, "if-none-match");
+    time_t t;
+    if (im.ptr) {
+        if (!etag_list_matches(im, rep->etag, rep->etag_len, false))
+            return 412;
+    } else {
+        struct strview ius = HTTP_HEADER(req, "if-unmodified-since");
+        if (ius.ptr && http_date_parse(ius.ptr, ius.len, &t) == 0 && rep->st.st_mtim.tv_sec > t)
+            return 412;
+    }
+    if (inm.ptr) {
+        if (etag_list_matches(inm, rep->etag, rep->etag_len, true))
+            return send_not_modified(ex, rep) < 0 ? -1 : 0;
+    } else {
+        struct strview ims = HTTP_HEADER(req, "if-modified-since");
+        if (ims.ptr && http_date_parse(ims.ptr, ims.len, &t) == 0 && rep->st.st_mtim.tv_sec <= t)
+            return send_not_modified(ex, rep) < 0 ? -1 : 0;
+    }
+
+    uint64_t size = (uint64_t)rep->st.st_size;
+    struct range rg[MAX_RANGES];
+    int nr = -1;
+    struct strview range = HTTP_HEADER(req, "range");
+    if (range.ptr && req->method == HTTP_GET) {
+        struct strview ifr = HTTP_HEADER(req, "if-range");
+        if (!ifr.ptr || if_range_holds(ifr, rep))
+            nr = parse_ranges(range, size, rg);
+    }
+
+    char head[RESP_HEAD_MAX];
+    struct response r;
+    if (nr == 0) {
+        resp_begin(&r, head, sizeof(head), 416, ex->date);
+        char cr[48];
+        int n = snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
+        RESP_HEADER(&r, "Content-Range", cr, (size_t)n);
+        resp_add(&r, "Content-Type: text/html; charset=utf-8\r\n", 40);
+        char page[256];
+        size_t plen = http_error_page(416, page, sizeof(page));
+        return ex_send(ex, &r, page, plen) < 0 ? -1 : 0;
+    }
+    if (nr > 1)
+        return send_multipart(ex, rep, rg, nr);
+
+    uint64_t off = 0, len = size;
+    if (nr == 1) {
+        off = rg[0].first;
+        len = rg[0].last - rg[0].first + 1;
+        resp_begin(&r, head, sizeof(head), 206, ex->date);
+        char cr[80];
+        int n = snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)rg[0].first,
+                         (unsigned long long)rg[0].last, (unsigned long long)size);
+        RESP_HEADER(&r, "Content-Range", cr, (size_t)n);
+    } else {
+        resp_begin(&r, head, sizeof(head), 200, ex->date);
+    }
+    resp_add(&r, rep->headers, rep->headers_len);
+    add_expires(&r, lc);
+    if (rep->body)
+        return ex_send(ex, &r, rep->body + off, (size_t)len) < 0 ? -1 : 0;
+    atomic_fetch_add_explicit(&rep->refs, 1, memory_order_relaxed); /* held by the connection */
+    return ex_send_file_ref(ex, &r, rep->fd, (off_t)off, (size_t)len, release_entry, rep) < 0 ? -1
+                                                                                             : 0;
 }
 
 /* 301 to the directory URL with a trailing slash. The Location is relative (path and query
@@ -136,94 +458,325 @@ static int redirect_to_dir(struct http_exchange *ex)
         resp_add(&r, req->query.ptr, req->query.len);
     }
     resp_add(&r, "\r\nContent-Type: text/html; charset=utf-8\r\n", 42);
+    add_location_headers(&r, ex->loc);
     char page[256];
     size_t n = http_error_page(301, page, sizeof(page));
     return ex_send(ex, &r, page, n) < 0 ? -1 : 0;
 }
 
-static int send_file(struct http_exchange *ex, const char *name, size_t namelen, int fd,
-                     const struct stat *st)
+/* ---- directory listings ---------------------------------------------------------------------- */
+
+struct dirent_info {
+    char *name;
+    bool dir;
+    off_t size;
+    time_t mtime;
+};
+
+/* qsort has no context argument: the sort order of the listing being built on this thread. */
+static _Thread_local int tl_sort_key, tl_sort_desc;
+
+static int cmp_entries(const void *a, const void *b)
 {
-    const char *type = mime_lookup(ex->srv->mime, name, namelen);
-    if (!type)
-        type = DEFAULT_TYPE;
+    const struct dirent_info *x = a, *y = b;
+    int c;
+    if (x->dir != y->dir)
+        return x->dir ? -1 : 1; /* directories first */
+    if (tl_sort_key == 1)
+        c = x->size < y->size ? -1 : x->size > y->size;
+    else if (tl_sort_key == 2)
+        c = x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
+    else
+        c = 0;
+    if (c == 0)
+        c = strcmp(x->name, y->name);
+    return tl_sort_desc ? -c : c;
+}
+
+/* Write `s` HTML-escaped. */
+static void html_escape(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+/* Write `s` percent-encoded for use as a relative URL path segment. */
+static void url_escape(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("-._~!$&'()*+,;=:@", c))
+            fputc(c, f);
+        else
+            fprintf(f, "%%%02X", c);
+    }
+}
+
+static void json_escape(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void human_size(char *out, size_t cap, off_t size)
+{
+    static const char units[] = "BKMGTP";
+    double v = (double)size;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, cap, "%lld B", (long long)size);
+    else
+        snprintf(out, cap, "%.1f %ciB", v, units[u]);
+}
+
+/* An HTML (or JSON, for Accept: application/json) listing of the directory ex->path, written
+ * into an anonymous file and sent from it. Not a hot path: allocation is fine here. */
+static int list_directory(struct http_exchange *ex)
+{
+    const struct loc_conf *lc = ex->loc;
+    const struct http_request *req = ex->req;
+    const char *rel = ex->path_len > 1 ? ex->path + 1 : ".";
+    int dfd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, O_DIRECTORY);
+    if (dfd < 0)
+        return dfd == -ENOENT ? 404 : 403;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return 500;
+    }
+    size_t n = 0, cap = 64;
+    struct dirent_info *ents = malloc(cap * sizeof(*ents));
+    struct dirent *de;
+    while (ents && (de = readdir(d))) {
+        if (de->d_name[0] == '.' && (!lc->hidden_files || !strcmp(de->d_name, ".") ||
+                                     !strcmp(de->d_name, "..")))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+            continue; /* dangling symlink or vanished */
+        if (n == cap) {
+            struct dirent_info *ne = realloc(ents, (cap *= 2) * sizeof(*ents));
+            if (!ne)
+                break;
+            ents = ne;
+        }
+        ents[n++] = (struct dirent_info){ strdup(de->d_name), S_ISDIR(st.st_mode), st.st_size,
+                                          st.st_mtim.tv_sec };
+        if (!ents[n - 1].name)
+            n--;
+    }
+    closedir(d);
+    if (!ents)
+        return 503;
+
+    /* ?sort=name|size|mtime&order=asc|desc */
+    tl_sort_key = 0;
+    tl_sort_desc = 0;
+    struct strview q = req->query;
+    if (q.ptr) {
+        if (memmem(q.ptr, q.len, "sort=size", 9))
+            tl_sort_key = 1;
+        else if (memmem(q.ptr, q.len, "sort=mtime", 10))
+            tl_sort_key = 2;
+        tl_sort_desc = memmem(q.ptr, q.len, "order=desc", 10) != NULL;
+    }
+    qsort(ents, n, sizeof(*ents), cmp_entries);
+
+    int fd = memfd_create("lfhttpd-listing", MFD_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool json = false;
+    struct strview accept = HTTP_HEADER(req, "accept");
+    if (accept.ptr && memmem(accept.ptr, accept.len, "application/json", 16))
+        json = true;
+    if (f && json) {
+        fputs("[", f);
+        for (size_t i = 0; i < n; i++) {
+            char date[32];
+            http_date_format(ents[i].mtime, date);
+            fputs(i ? ",\n {\"name\":" : "\n {\"name\":", f);
+            json_escape(f, ents[i].name);
+            fprintf(f, ",\"type\":\"%s\",\"size\":%lld,\"mtime\":\"%s\"}",
+                    ents[i].dir ? "directory" : "file", (long long)ents[i].size, date);
+        }
+        fputs("\n]\n", f);
+    } else if (f) {
+        fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+              "<title>Index of ", f);
+        html_escape(f, ex->path);
+        fputs("</title><style>body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:"
+              "60rem;padding:1rem}table{width:100%;border-collapse:collapse}th,td{text-align:"
+              "left;padding:.35rem .5rem;border-bottom:1px solid #ddd}td.s,th.s{text-align:right;"
+              "white-space:nowrap}a{text-decoration:none}@media(max-width:40rem){td.m,th.m"
+              "{display:none}}@media(prefers-color-scheme:dark){body{background:#111;color:#ddd}"
+              "a{color:#8bf}th,td{border-color:#333}}</style></head>\n<body><h1>Index of ", f);
+        html_escape(f, ex->path);
+        fputs("</h1>\n<table><thead><tr><th><a href=\"?sort=name\">Name</a></th>"
+              "<th class=\"s\"><a href=\"?sort=size&amp;order=desc\">Size</a></th>"
+              "<th class=\"m\"><a href=\"?sort=mtime&amp;order=desc\">Modified</a></th></tr>"
+              "</thead><tbody>\n", f);
+        if (ex->path_len > 1)
+            fputs("<tr><td><a href=\"../\">../</a></td><td class=\"s\">-</td>"
+                  "<td class=\"m\"></td></tr>\n", f);
+        for (size_t i = 0; i < n; i++) {
+            char date[32], sz[32];
+            http_date_format(ents[i].mtime, date);
+            human_size(sz, sizeof(sz), ents[i].size);
+            fputs("<tr><td><a href=\"./", f);
+            url_escape(f, ents[i].name);
+            fputs(ents[i].dir ? "/\">" : "\">", f);
+            html_escape(f, ents[i].name);
+            fprintf(f, "%s</a></td><td class=\"s\">%s</td><td class=\"m\">%s</td></tr>\n",
+                    ents[i].dir ? "/" : "", ents[i].dir ? "-" : sz, date);
+        }
+        fputs("</tbody></table></body></html>\n", f);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(ents[i].name);
+    free(ents);
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return 503;
+    }
+    fflush(f);
+    int out = dup(fd);
+    fclose(f);
+    if (out < 0)
+        return 503;
+    off_t total = lseek(out, 0, SEEK_END);
+
     char head[RESP_HEAD_MAX];
     struct response r;
     resp_begin(&r, head, sizeof(head), 200, ex->date);
-    RESP_HEADER_STR(&r, "Content-Type", type);
-    char lm[32];
-    http_date_format(st->st_mtim.tv_sec, lm);
-    RESP_HEADER(&r, "Last-Modified", lm, 29);
-    char etag[64];
-    int n = snprintf(etag, sizeof(etag), "\"%llx-%llx-%llx\"", (unsigned long long)st->st_ino,
-                     (unsigned long long)st->st_size,
-                     (unsigned long long)st->st_mtim.tv_sec * 1000000000ULL +
-                         (unsigned long long)st->st_mtim.tv_nsec);
-    RESP_HEADER(&r, "ETag", etag, (size_t)n);
-    return ex_send_file(ex, &r, fd, 0, (size_t)st->st_size) < 0 ? -1 : 0;
+    if (json)
+        resp_add(&r, "Content-Type: application/json\r\n", 32);
+    else
+        resp_add(&r, "Content-Type: text/html; charset=utf-8\r\n", 40);
+    resp_add(&r, "Vary: Accept\r\n", 14);
+    add_location_headers(&r, lc);
+    return ex_send_file(ex, &r, out, 0, (size_t)total) < 0 ? -1 : 0;
+}
+
+/* ---- the handler ----------------------------------------------------------------------------- */
+
+static int answer_entry(struct http_exchange *ex, struct fc_entry *e)
+{
+    switch (e->kind) {
+    case FC_FILE:
+        return serve_file(ex, e);
+    case FC_DIR_REDIRECT:
+        return redirect_to_dir(ex);
+    case FC_DIR:
+        return ex->loc->listing ? list_directory(ex) : 403;
+    case FC_OTHER:
+        return 403;
+    case FC_MISSING:
+    default:
+        switch (e->err) {
+        case EACCES:
+        case EPERM:
+            return 403;
+        case EMFILE:
+        case ENFILE:
+        case ENOMEM:
+            return 503;
+        default:
+            return 404; /* ENOENT, ENOTDIR, EXDEV (would leave the root), ELOOP, ... */
+        }
+    }
 }
 
 static int static_handle(void *inst, struct http_exchange *ex)
 {
     struct static_files *sf = inst;
     const struct http_request *req = ex->req;
-    const struct config *cfg = &sf->srv->cfg;
+    const struct loc_conf *lc = ex->loc;
+    (void)sf;
 
     if (req->method == HTTP_OPTIONS) {
         char head[RESP_HEAD_MAX];
         struct response r;
         resp_begin(&r, head, sizeof(head), 204, ex->date);
-        resp_add(&r, "Allow: GET, HEAD, OPTIONS\r\n", 27);
+        resp_add(&r, ALLOW_STATIC, sizeof(ALLOW_STATIC) - 1);
+        add_location_headers(&r, lc);
         return ex_send(ex, &r, NULL, 0) < 0 ? -1 : 0;
     }
     if (req->method != HTTP_GET && req->method != HTTP_HEAD)
         return 405;
-
-    char path[4096];
-    size_t plen;
-    int rc = path_normalize(req->path.ptr, req->path.len, path, sizeof(path), &plen);
-    if (rc == -ENAMETOOLONG)
-        return 414;
-    if (rc < 0)
-        return 400;
-    if (path_has_hidden_segment(path, plen))
+    if (!lc->hidden_files && path_has_hidden_segment(ex->path, ex->path_len))
         return 404;
 
-    const char *rel = plen > 1 ? path + 1 : ".";
-    int fd = open_beneath(sf->srv->root_fd, rel);
-    if (fd < 0)
-        return errno_to_status(-fd);
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        close(fd);
-        return 500;
+    struct fc_entry *e = fc_get(ex->srv->fc, lc, ex->path, ex->path_len);
+    if (!e)
+        return 503;
+    int rc = answer_entry(ex, e);
+    if (rc == 404 && lc->spa_fallback[0] && strcmp(ex->path, lc->spa_fallback)) {
+        /* Single-page application: unknown paths get the app's entry page. */
+        fc_release(e);
+        e = fc_get(ex->srv->fc, lc, lc->spa_fallback, strlen(lc->spa_fallback));
+        if (!e)
+            return 503;
+        rc = e->kind == FC_FILE ? serve_file(ex, e) : 404;
     }
-    if (S_ISREG(st.st_mode))
-        return send_file(ex, path, plen, fd, &st);
-    close(fd);
-    if (!S_ISDIR(st.st_mode))
-        return 403;
-    if (path[plen - 1] != '/')
-        return redirect_to_dir(ex);
+    fc_release(e);
+    return rc;
+}
 
-    /* A directory URL: the first index file that exists. */
-    for (unsigned i = 0; i < cfg->nindex; i++) {
-        size_t ilen = strlen(cfg->index[i]);
-        if (plen + ilen >= sizeof(path))
-            return 414;
-        memcpy(path + plen, cfg->index[i], ilen + 1);
-        fd = open_beneath(sf->srv->root_fd, path + 1);
-        if (fd == -ENOENT)
+int static_send_error_page(struct http_exchange *ex, int status)
+{
+    const struct loc_conf *lc = ex->loc;
+    if (!lc || !ex->req)
+        return -1;
+    for (int i = 0; i < lc->nerror_pages; i++) {
+        if (lc->error_pages[i].status != status)
             continue;
-        if (fd < 0)
-            return errno_to_status(-fd);
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            continue;
+        const char *p = lc->error_pages[i].path;
+        struct fc_entry *e = fc_get(ex->srv->fc, lc, p, strlen(p));
+        if (!e)
+            return -1;
+        if (e->kind != FC_FILE) {
+            fc_release(e);
+            return -1;
         }
-        return send_file(ex, path, plen + ilen, fd, &st);
+        char head[RESP_HEAD_MAX];
+        struct response r;
+        resp_begin(&r, head, sizeof(head), status, ex->date);
+        RESP_HEADER_STR(&r, "Content-Type", e->type);
+        if (status == 405)
+            resp_add(&r, ALLOW_STATIC, sizeof(ALLOW_STATIC) - 1);
+        int rc;
+        if (e->body) {
+            rc = ex_send(ex, &r, e->body, (size_t)e->st.st_size);
+            fc_release(e);
+        } else {
+            rc = ex_send_file_ref(ex, &r, e->fd, 0, (size_t)e->st.st_size, release_entry, e);
+        }
+        return rc < 0 ? -2 : 0;
     }
-    return 403; /* a directory without an index file; listings are off */
+    return -1;
 }
 
 const struct handler_ops static_file_handler = {

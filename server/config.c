@@ -19,16 +19,20 @@
 static void config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    snprintf(cfg->root, sizeof(cfg->root), "%s", "./www");
+    if (site_set_init(&cfg->sites) < 0) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
+        exit(2);
+    }
     cfg->batch = 8;
-    snprintf(cfg->index[0], sizeof(cfg->index[0]), "%s", "index.html");
-    cfg->nindex = 1;
     cfg->log_level = LOG_NOTICE;
     cfg->max_head_size = 16 * 1024;
     cfg->max_headers = 100;
     cfg->max_uri_length = 8 * 1024;
     cfg->max_body_size = 1024 * 1024;
     cfg->max_connections = 10000;
+    cfg->file_cache_entries = 10000;
+    cfg->file_cache_size = 64 * 1024 * 1024;
+    cfg->file_cache_valid = 1000;
     cfg->timeout_header = 60000;
     cfg->timeout_body = 60000;
     cfg->timeout_keepalive = 75000;
@@ -77,7 +81,7 @@ int config_parse_listen(const char *s, struct listen_addr *la)
 
 /* ---- configuration file ---------------------------------------------------------------- */
 
-enum dir_kind { D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_INDEX, D_THREADS, D_LOGLEVEL };
+enum dir_kind { D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_THREADS, D_LOGLEVEL };
 
 struct directive {
     const char *name;
@@ -89,8 +93,7 @@ struct directive {
 #define F(field) offsetof(struct config, field)
 static const struct directive directives[] = {
     { "listen", D_LISTEN, 0, 0, 0 },
-    { "root", D_STRING, F(root), 0, 0 },
-    { "index", D_INDEX, 0, 0, 0 },
+    { "mime_types", D_STRING, F(mime_file), 0, 0 },
     { "threads", D_THREADS, F(threads), 0, 1024 },
     { "leader_batch", D_UINT, F(batch), 1, 64 },
     { "log_level", D_LOGLEVEL, F(log_level), 0, 0 },
@@ -99,6 +102,9 @@ static const struct directive directives[] = {
     { "max_uri_length", D_SIZE, F(max_uri_length), 64, 1024 * 1024 },
     { "max_body_size", D_SIZE, F(max_body_size), 0, UINT64_C(1) << 40 },
     { "max_connections", D_UINT, F(max_connections), 1, 1000000 },
+    { "file_cache_entries", D_UINT, F(file_cache_entries), 64, 10000000 },
+    { "file_cache_size", D_SIZE, F(file_cache_size), 0, UINT64_C(1) << 40 },
+    { "file_cache_valid", D_DURATION, F(file_cache_valid), 0, 86400000 },
     { "timeout_header", D_DURATION, F(timeout_header), 1, 86400000 },
     { "timeout_body", D_DURATION, F(timeout_body), 1, 86400000 },
     { "timeout_keepalive", D_DURATION, F(timeout_keepalive), 1, 86400000 },
@@ -148,10 +154,13 @@ static int parse_number(const char *s, enum dir_kind kind, uint64_t *out)
     return 0;
 }
 
-/* Apply one directive. `where` prefixes error messages ("FILE:LINE" or "--flag"). */
+/* Apply one process-wide directive. `where` prefixes error messages ("FILE:LINE" or
+ * "--flag"). */
 static int apply_directive(struct config *cfg, const char *where, const char *name, char **args,
                            int nargs)
 {
+    if (site_directive_known(name))
+        return site_apply(&cfg->sites.sites[0].base, where, name, args, nargs);
     const struct directive *d = NULL;
     for (size_t i = 0; i < sizeof(directives) / sizeof(directives[0]); i++)
         if (!strcmp(directives[i].name, name))
@@ -160,9 +169,8 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
     }
-    if (nargs < 1 || (d->kind != D_INDEX && nargs > 1)) {
-        fprintf(stderr, "%s: '%s' takes %s\n", where, name,
-                d->kind == D_INDEX ? "one or more file names" : "exactly one value");
+    if (nargs != 1) {
+        fprintf(stderr, "%s: '%s' takes exactly one value\n", where, name);
         return -1;
     }
     char *base = (char *)cfg;
@@ -186,20 +194,6 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
             return -1;
         }
         snprintf(base + d->offset, PATH_MAX, "%s", args[0]);
-        return 0;
-    case D_INDEX:
-        if (nargs > CONFIG_MAX_INDEX) {
-            fprintf(stderr, "%s: at most %d index files\n", where, CONFIG_MAX_INDEX);
-            return -1;
-        }
-        for (int i = 0; i < nargs; i++) {
-            if (strlen(args[i]) >= sizeof(cfg->index[0]) || strchr(args[i], '/')) {
-                fprintf(stderr, "%s: invalid index file name '%s'\n", where, args[i]);
-                return -1;
-            }
-            snprintf(cfg->index[i], sizeof(cfg->index[i]), "%s", args[i]);
-        }
-        cfg->nindex = (unsigned)nargs;
         return 0;
     case D_LOGLEVEL: {
         static const char *const levels[] = { "error", "warn", "notice", "info", "debug" };
@@ -244,6 +238,69 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
     return -1;
 }
 
+/* Split a line into tokens: whitespace-separated words, "double-quoted strings" (with \" and
+ * \\ escapes), `{` and `}`; `#` outside quotes starts a comment. Returns the token count or
+ * -1 (message printed). Tokens point into `line`, which is modified. */
+#define MAX_TOKENS 32
+static char open_brace[] = "{", close_brace[] = "}";
+static int tokenize(char *line, const char *where, char **tok)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
+        if (!*p || *p == '#')
+            return n;
+        if (n == MAX_TOKENS) {
+            fprintf(stderr, "%s: too many values\n", where);
+            return -1;
+        }
+        if (*p == '"') {
+            char *out = ++p;
+            tok[n++] = out;
+            while (*p && *p != '"') {
+                if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+                    p++;
+                *out++ = *p++;
+            }
+            if (*p != '"') {
+                fprintf(stderr, "%s: unterminated quoted string\n", where);
+                return -1;
+            }
+            p++;
+            *out = '\0';
+            continue;
+        }
+        if (*p == '{' || *p == '}') {
+            tok[n++] = *p == '{' ? open_brace : close_brace;
+            *p++ = '\0';
+            continue;
+        }
+        tok[n++] = p;
+        while (*p && !strchr(" \t\r\n#{}\"", *p))
+            p++;
+        if (*p == '"') {
+            fprintf(stderr, "%s: unexpected quote\n", where);
+            return -1;
+        }
+        if (*p == '{' || *p == '}') { /* a brace glued to a word: a token of its own */
+            bool open = *p == '{';
+            *p++ = '\0';
+            if (n == MAX_TOKENS) {
+                fprintf(stderr, "%s: too many values\n", where);
+                return -1;
+            }
+            tok[n++] = open ? open_brace : close_brace;
+        } else if (*p == '#') {
+            *p = '\0';
+            return n;
+        } else if (*p) {
+            *p++ = '\0';
+        }
+    }
+}
+
 static int config_load_file(struct config *cfg, const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -255,6 +312,9 @@ static int config_load_file(struct config *cfg, const char *path)
     unsigned lineno = 0;
     bool had_listen = false;
     int rc = 0;
+    struct site *site = NULL;       /* inside `server ... {` */
+    struct loc_conf *loc = NULL;    /* inside `location ... {` */
+    unsigned open_line = 0;
     while (rc == 0 && fgets(line, sizeof(line), f)) {
         lineno++;
         char where[PATH_MAX + 32];
@@ -264,30 +324,101 @@ static int config_load_file(struct config *cfg, const char *path)
             rc = -1;
             break;
         }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *args[CONFIG_MAX_INDEX + 2];
-        int n = 0;
-        for (char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save); tok;
-             tok = strtok_r(NULL, " \t\r\n", &save)) {
-            if (n == (int)(sizeof(args) / sizeof(args[0]))) {
-                fprintf(stderr, "%s: too many values\n", where);
-                rc = -1;
-                break;
-            }
-            args[n++] = tok;
+        char *args[MAX_TOKENS];
+        int n = tokenize(line, where, args);
+        if (n < 0) {
+            rc = -1;
+            break;
         }
-        if (rc || n == 0)
+        if (n == 0)
             continue;
-        if (!strcmp(args[0], "listen") && !had_listen) {
+        const char *name = args[0];
+        if (!strcmp(name, "}")) {
+            if (n != 1 || (!site && !loc)) {
+                fprintf(stderr, "%s: unexpected '}'\n", where);
+                rc = -1;
+            } else if (loc) {
+                loc = NULL;
+            } else {
+                site = NULL;
+            }
+            continue;
+        }
+        bool opens = !strcmp(args[n - 1], "{");
+        if (!strcmp(name, "server") || !strcmp(name, "location")) {
+            if (!opens) {
+                fprintf(stderr, "%s: '%s' block must end its first line with '{'\n", where, name);
+                rc = -1;
+                continue;
+            }
+            if (!strcmp(name, "server")) {
+                if (site || loc) {
+                    fprintf(stderr, "%s: 'server' blocks cannot be nested\n", where);
+                    rc = -1;
+                    continue;
+                }
+                site = site_add_server(&cfg->sites, where, args + 1, n - 2);
+                rc = site ? 0 : -1;
+            } else {
+                if (loc) {
+                    fprintf(stderr, "%s: 'location' blocks cannot be nested\n", where);
+                    rc = -1;
+                    continue;
+                }
+                if (n != 3) {
+                    fprintf(stderr, "%s: 'location' takes one match (a /prefix/ or *.ext)\n", where);
+                    rc = -1;
+                    continue;
+                }
+                loc = site_add_location(site ? site : &cfg->sites.sites[0], where, args[1]);
+                rc = loc ? 0 : -1;
+            }
+            open_line = lineno;
+            continue;
+        }
+        if (opens || strcmp(name, "{") == 0) {
+            fprintf(stderr, "%s: unexpected '{'\n", where);
+            rc = -1;
+            continue;
+        }
+        for (int i = 1; i < n; i++)
+            if (!strcmp(args[i], "}") || !strcmp(args[i], "{")) {
+                fprintf(stderr, "%s: braces go on their own line or end a block's first line\n", where);
+                rc = -1;
+            }
+        if (rc)
+            continue;
+        if (site || loc) {
+            if (!site_directive_known(name)) {
+                bool global = false;
+                for (size_t i = 0; i < sizeof(directives) / sizeof(directives[0]); i++)
+                    global |= !strcmp(directives[i].name, name);
+                fprintf(stderr, global ? "%s: '%s' is not allowed inside a block\n"
+                                       : "%s: unknown directive '%s'\n",
+                        where, name);
+                rc = -1;
+                continue;
+            }
+            rc = site_apply(loc ? loc : &site->base, where, name, args + 1, n - 1);
+            continue;
+        }
+        if (!strcmp(name, "listen") && !had_listen) {
             cfg->nlisten = 0; /* the file's listeners replace the built-in default */
             had_listen = true;
         }
-        rc = apply_directive(cfg, where, args[0], args + 1, n - 1);
+        rc = apply_directive(cfg, where, name, args + 1, n - 1);
     }
     fclose(f);
+    if (rc == 0 && (site || loc)) {
+        fprintf(stderr, "%s:%u: block opened here is not closed\n", path, open_line);
+        rc = -1;
+    }
     return rc;
+}
+
+void config_free(struct config *cfg)
+{
+    site_set_free(&cfg->sites);
 }
 
 /* ---- command line ------------------------------------------------------------------------ */
@@ -335,7 +466,7 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
 
     bool cli_listen = false;
     bool only_args = false;
-    const char *root_arg = NULL;
+    char *root_arg = NULL;
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         char *val = NULL;
@@ -400,8 +531,11 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
         if (apply_directive(cfg, where, name, &val, 1) < 0)
             return CONFIG_ERROR;
     }
-    if (root_arg)
-        snprintf(cfg->root, sizeof(cfg->root), "%s", root_arg);
+    if (root_arg) {
+        if (site_apply(&cfg->sites.sites[0].base, "lfhttpd: ROOT", "root", &root_arg, 1) < 0)
+            return CONFIG_ERROR;
+    }
+    site_set_finish(&cfg->sites);
     if (cfg->nlisten == 0) {
         config_parse_listen("0.0.0.0:8080", &cfg->listen[0]);
         cfg->nlisten = 1;

@@ -12,8 +12,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "site.h"
+
 #define CONFIG_MAX_LISTEN 16
-#define CONFIG_MAX_INDEX 8
 
 struct listen_addr {
     struct sockaddr_storage ss;
@@ -24,11 +25,10 @@ struct listen_addr {
 struct config {
     struct listen_addr listen[CONFIG_MAX_LISTEN];
     unsigned nlisten;
-    char root[PATH_MAX];
+    struct site_set sites;  /* sites[0] is the top level: the default site */
+    char mime_file[PATH_MAX]; /* "" = built-in table only */
     unsigned threads;       /* 0 = one per CPU */
     int batch;              /* events taken per epoll_wait by the leader */
-    char index[CONFIG_MAX_INDEX][64];
-    unsigned nindex;
     int log_level;          /* enum log_level */
 
     /* Limits (nginx-like defaults). */
@@ -37,6 +37,11 @@ struct config {
     size_t max_uri_length;  /* -> 414 */
     uint64_t max_body_size; /* -> 413 */
     unsigned max_connections;
+
+    /* Open-file cache. */
+    unsigned file_cache_entries;
+    size_t file_cache_size;    /* bytes of cached content and headers */
+    unsigned file_cache_valid; /* ms between revalidations of an entry */
 
     /* Timeouts in milliseconds. */
     unsigned timeout_header;
@@ -54,6 +59,9 @@ enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK, CONFIG_ERROR };
 /* Fill `cfg` from the command line (and the file named by --config). Prints usage, version or
  * the error line itself; the caller exits 0 for CONFIG_EXIT_OK and 2 for CONFIG_ERROR. */
 enum config_result config_from_args(struct config *cfg, int argc, char **argv);
+
+/* Free what config_from_args allocated. */
+void config_free(struct config *cfg);
 
 /* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT" or "PORT" into `la`. Returns 0 or -EINVAL. */
 int config_parse_listen(const char *s, struct listen_addr *la);

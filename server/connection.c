@@ -18,6 +18,7 @@
 #include "handle_set.h"
 #include "http_exchange.h"
 #include "http_parser.h"
+#include "handler.h"
 #include "http_date.h"
 #include "log.h"
 #include "router.h"
@@ -94,6 +95,21 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     return 0;
 }
 
+/* Done with the file being sent: give it back to its owner or close it. */
+static void conn_drop_file(struct conn *c)
+{
+    if (c->file_fd < 0)
+        return;
+    if (c->file_release)
+        c->file_release(c->file_ref);
+    else
+        close(c->file_fd);
+    c->file_fd = -1;
+    c->file_release = NULL;
+    c->file_ref = NULL;
+    c->file_left = 0;
+}
+
 static void conn_close(struct conn *c)
 {
     struct server *srv = c->srv;
@@ -107,8 +123,7 @@ static void conn_close(struct conn *c)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&srv->conns_lock);
     close(c->eh.fd);
-    if (c->file_fd >= 0)
-        close(c->file_fd);
+    conn_drop_file(c);
     carry_put(c->in);
     carry_put(c->out);
     free(c);
@@ -214,10 +229,7 @@ static int conn_flush(struct conn *c, struct worker *w)
         c->file_left -= n;
         budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
     }
-    if (c->file_fd >= 0) {
-        close(c->file_fd);
-        c->file_fd = -1;
-    }
+    conn_drop_file(c);
     return 0;
 }
 
@@ -290,28 +302,35 @@ int ex_send(struct http_exchange *ex, struct response *r, const void *body, size
     return send_or_park(ex, iov, with_body ? 2 : 1, false);
 }
 
-int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len)
+int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len,
+                     void (*release)(void *ref), void *ref)
 {
     struct conn *c = ex->conn;
+    /* Hand the file to the connection first, so every path below releases it exactly once. */
+    c->file_fd = fd;
+    c->file_release = release;
+    c->file_ref = ref;
+    c->file_off = off;
+    c->file_left = 0;
     if (r->overflow) {
-        close(fd);
+        conn_drop_file(c);
         return ex_send_error(ex, 500);
     }
     finish_head(ex, r, len);
     if (r->overflow) {
-        close(fd);
+        conn_drop_file(c);
         return ex_send_error(ex, 500);
     }
     note_response(ex, r->status);
     if (ex->head_only || len == 0) {
-        close(fd);
+        conn_drop_file(c);
         struct iovec iov = { r->buf, r->len };
         return send_or_park(ex, &iov, 1, false);
     }
     if (len <= SMALL_FILE_MAX) {
         char body[SMALL_FILE_MAX];
         ssize_t n = pread(fd, body, len, off);
-        close(fd);
+        conn_drop_file(c);
         if (n < 0)
             return -errno;
         if ((size_t)n < len) {
@@ -322,8 +341,6 @@ int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off
         struct iovec iov[2] = { { r->buf, r->len }, { body, (size_t)n } };
         return send_or_park(ex, iov, 2, false);
     }
-    c->file_fd = fd;
-    c->file_off = off;
     c->file_left = (off_t)len;
     struct iovec iov = { r->buf, r->len };
     int rc = send_or_park(ex, &iov, 1, true);
@@ -335,6 +352,11 @@ int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off
         return 0;
     }
     return rc;
+}
+
+int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len)
+{
+    return ex_send_file_ref(ex, r, fd, off, len, NULL, NULL);
 }
 
 int ex_send_error(struct http_exchange *ex, int status)
@@ -384,10 +406,14 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
      * the body's framing is in doubt: close after the response. */
     if (body_follows && req->expect_continue)
         ex.keep_alive = false;
-    int status = router_dispatch(srv->router, &ex);
+    int status = router_dispatch(srv, &ex);
     int rc = 0;
-    if (!ex.responded)
-        rc = ex_send_error(&ex, status >= 400 ? status : 500);
+    if (!ex.responded) {
+        status = status >= 400 ? status : 500;
+        rc = static_send_error_page(&ex, status);
+        if (rc == -1)
+            rc = ex_send_error(&ex, status);
+    }
     c->requests++;
     if (!ex.keep_alive)
         c->close_after = true;

@@ -54,6 +54,8 @@ struct conn {
     struct carry *in;                  /* unparsed input carried between events */
     struct carry *out;                 /* unsent response bytes */
     int file_fd;                       /* file being sent, -1 when none */
+    void (*file_release)(void *ref);   /* owner of file_fd (NULL: the connection owns it) */
+    void *file_ref;
     off_t file_off;
     off_t file_left;
     uint32_t requests;                 /* served on this connection */

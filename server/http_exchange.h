@@ -15,6 +15,7 @@
 #include "http_response.h"
 
 struct conn;
+struct loc_conf;
 struct server;
 struct worker;
 
@@ -23,11 +24,14 @@ struct http_exchange {
     struct worker *w;
     struct server *srv;
     const struct http_request *req;
+    const struct loc_conf *loc; /* the location that matched (set by the router) */
     const char *date;       /* IMF-fixdate of now, cached per thread */
     bool head_only;         /* HEAD request: send headers, no body */
     bool keep_alive;        /* the connection stays open after this response */
     bool responded;
     int status;             /* status sent, for logs and counters */
+    size_t path_len;
+    char path[4096];        /* the decoded, normalised request path (NUL-terminated) */
 };
 
 /* Send head + an in-memory body. Returns 0 (sent or parked) or -errno (connection dead). */
@@ -35,6 +39,10 @@ int ex_send(struct http_exchange *ex, struct response *r, const void *body, size
 /* Send head + `len` bytes of `fd` from `off`; the exchange takes ownership of `fd` (it is
  * closed when sent). */
 int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len);
+/* Like ex_send_file, but `fd` stays owned by the caller's `ref`: once the file is sent (or the
+ * connection closes) the exchange calls release(ref) instead of closing fd. */
+int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len,
+                     void (*release)(void *ref), void *ref);
 /* Send the built-in error page for `status` (with `Allow` for 405, etc.). */
 int ex_send_error(struct http_exchange *ex, int status);
 

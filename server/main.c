@@ -22,15 +22,18 @@ int main(int argc, char **argv)
     static struct server srv;
     if (server_init(&srv, &cfg) < 0) {
         server_destroy(&srv);
+        config_free(&cfg);
         return 2;
     }
     if (cfg.test_only) {
         fprintf(stderr, "lfhttpd: configuration %s is valid\n",
                 cfg.config_file ? cfg.config_file : "(command line)");
         server_destroy(&srv);
+        config_free(&cfg);
         return 0;
     }
     server_run(&srv);
     server_destroy(&srv);
+    config_free(&cfg);
     return 0;
 }

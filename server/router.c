@@ -1,52 +1,122 @@
-/* router.c — prefix routing to handler instances; see router.h. */
+/* router.c — site and location routing; see router.h. */
 #include "router.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "handler.h"
 #include "http_exchange.h"
+#include "path.h"
+#include "server.h"
+#include "site.h"
 
-int router_add(struct router *r, struct server *srv, const char *prefix, const char *name,
-               const char *arg, char *err, size_t errlen)
+/* Open the root of `lc`, sharing the fd of an earlier location with the same root. */
+static int open_root(struct site_set *ss, struct loc_conf *lc)
 {
-    const struct handler_ops *ops = handler_lookup(name);
-    if (!ops) {
-        snprintf(err, errlen, "unknown handler '%s'", name);
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        for (unsigned j = 0; j <= s->nlocs; j++) {
+            struct loc_conf *o = j == 0 ? &s->base : &s->locs[j - 1];
+            if (o == lc)
+                goto open;
+            if (o->root_fd >= 0 && !strcmp(o->root, lc->root)) {
+                lc->root_fd = o->root_fd;
+                return 0;
+            }
+        }
+    }
+open:
+    lc->root_fd = open(lc->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (lc->root_fd < 0 || faccessat(lc->root_fd, ".", R_OK | X_OK, 0) < 0) {
+        fprintf(stderr, "lfhttpd: document root %s: %s\n", lc->root, strerror(errno));
         return -1;
     }
-    if (r->nroutes == sizeof(r->routes) / sizeof(r->routes[0]) ||
-        strlen(prefix) >= sizeof(r->routes[0].prefix)) {
-        snprintf(err, errlen, "too many routes or prefix too long");
-        return -1;
-    }
-    void *inst = ops->create(srv, arg, err, errlen);
-    if (!inst)
-        return -1;
-    struct route *rt = &r->routes[r->nroutes++];
-    snprintf(rt->prefix, sizeof(rt->prefix), "%s", prefix);
-    rt->prefix_len = strlen(prefix);
-    rt->ops = ops;
-    rt->instance = inst;
     return 0;
 }
 
-int router_dispatch(const struct router *r, struct http_exchange *ex)
+static int init_location(struct server *srv, struct loc_conf *lc)
 {
-    const struct route *best = NULL;
-    struct strview path = ex->req->path;
-    for (unsigned i = 0; i < r->nroutes; i++) {
-        const struct route *rt = &r->routes[i];
-        if (path.len >= rt->prefix_len && !memcmp(path.ptr, rt->prefix, rt->prefix_len) &&
-            (!best || rt->prefix_len > best->prefix_len))
-            best = rt;
+    if (open_root(&srv->cfg.sites, lc) < 0)
+        return -1;
+    lc->ops = handler_lookup(lc->handler);
+    if (!lc->ops) {
+        fprintf(stderr, "lfhttpd: unknown handler '%s'\n", lc->handler);
+        return -1;
     }
-    return best ? best->ops->handle(best->instance, ex) : 404;
+    char err[256] = "out of memory";
+    lc->instance = lc->ops->create(srv, lc, err, sizeof(err));
+    if (!lc->instance) {
+        fprintf(stderr, "lfhttpd: handler %s: %s\n", lc->handler, err);
+        return -1;
+    }
+    return 0;
 }
 
-void router_destroy(struct router *r)
+int router_init(struct server *srv)
 {
-    for (unsigned i = 0; i < r->nroutes; i++)
-        if (r->routes[i].ops->destroy)
-            r->routes[i].ops->destroy(r->routes[i].instance);
-    r->nroutes = 0;
+    struct site_set *ss = &srv->cfg.sites;
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        if (init_location(srv, &s->base) < 0)
+            return -1;
+        for (unsigned j = 0; j < s->nlocs; j++)
+            if (init_location(srv, &s->locs[j]) < 0)
+                return -1;
+    }
+    return 0;
+}
+
+int router_dispatch(struct server *srv, struct http_exchange *ex)
+{
+    const struct http_request *req = ex->req;
+    const struct site *site = site_select(&srv->cfg.sites, req->host);
+    if (req->path.len == 1 && req->path.ptr[0] == '*') {
+        /* OPTIONS * : about the server itself */
+        ex->loc = &site->base;
+        return ex->loc->ops->handle(ex->loc->instance, ex);
+    }
+    /* Locations match the decoded, normalised path, so "/assets/../secret" cannot borrow the
+     * rules of /assets/. */
+    int rc = path_normalize(req->path.ptr, req->path.len, ex->path, sizeof(ex->path),
+                            &ex->path_len);
+    if (rc == -ENAMETOOLONG)
+        return 414;
+    if (rc < 0)
+        return 400;
+    ex->loc = site_location(site, (struct strview){ ex->path, ex->path_len });
+    return ex->loc->ops->handle(ex->loc->instance, ex);
+}
+
+static void destroy_location(struct loc_conf *lc, struct site_set *ss)
+{
+    if (lc->instance && lc->ops->destroy)
+        lc->ops->destroy(lc->instance);
+    lc->instance = NULL;
+    if (lc->root_fd >= 0) {
+        int fd = lc->root_fd;
+        close(fd);
+        /* others sharing it must not close it again */
+        for (unsigned i = 0; i < ss->nsites; i++) {
+            struct site *s = &ss->sites[i];
+            if (s->base.root_fd == fd)
+                s->base.root_fd = -1;
+            for (unsigned j = 0; j < s->nlocs; j++)
+                if (s->locs[j].root_fd == fd)
+                    s->locs[j].root_fd = -1;
+        }
+    }
+}
+
+void router_destroy(struct server *srv)
+{
+    struct site_set *ss = &srv->cfg.sites;
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        destroy_location(&s->base, ss);
+        for (unsigned j = 0; j < s->nlocs; j++)
+            destroy_location(&s->locs[j], ss);
+    }
 }

@@ -1,33 +1,21 @@
-/* router.h — maps a request (path prefix) to a handler instance.
+/* router.h — picks the site (virtual host) and location for a request and runs its handler.
  *
- * Routes are built at start-up and immutable; the longest matching prefix wins, and a request
- * no route claims is a 404. */
+ * Every location of every site has its own handler instance, created at start-up from the
+ * location's `handler` setting (default "static") and immutable afterwards. */
 #ifndef LF_ROUTER_H
 #define LF_ROUTER_H
 
 #include <stddef.h>
 
-#include "handler.h"
-
 struct http_exchange;
+struct server;
 
-struct route {
-    char prefix[128];
-    size_t prefix_len;
-    const struct handler_ops *ops;
-    void *instance;
-};
-
-struct router {
-    struct route routes[32];
-    unsigned nroutes;
-};
-
-/* Add a route for `prefix` to a new instance of handler `name`. Returns 0 or -1 (err set). */
-int router_add(struct router *r, struct server *srv, const char *prefix, const char *name,
-               const char *arg, char *err, size_t errlen);
-/* Run the handler for the exchange's request; returns what the handler returned. */
-int router_dispatch(const struct router *r, struct http_exchange *ex);
-void router_destroy(struct router *r);
+/* Open each location's root and create its handler instance. Prints one line, returns -1 on
+ * failure. */
+int router_init(struct server *srv);
+/* Normalise the request path, pick site and location, run the handler. Returns what the
+ * handler returned (0 = answered, or an error status for the core to answer). */
+int router_dispatch(struct server *srv, struct http_exchange *ex);
+void router_destroy(struct server *srv);
 
 #endif

@@ -24,6 +24,7 @@
 #include "acceptor.h"
 #include "carry.h"
 #include "connection.h"
+#include "file_cache.h"
 #include "log.h"
 #include "mime.h"
 #include "router.h"
@@ -143,33 +144,26 @@ static int add_handle(struct server *srv, struct server_handle *h, int fd,
 int server_init(struct server *srv, const struct config *cfg)
 {
     memset(srv, 0, sizeof(*srv));
-    srv->cfg = *cfg;
-    srv->root_fd = -1;
+    srv->cfg = *cfg; /* shallow: the site set is owned by the caller's config */
     srv->hs.epfd = -1;
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
     pthread_mutex_init(&srv->conns_lock, NULL);
     srv->started = time(NULL);
 
-    srv->root_fd = open(cfg->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (srv->root_fd < 0) {
-        fprintf(stderr, "lfhttpd: document root %s: %s\n", cfg->root, strerror(errno));
-        return -1;
-    }
-    if (faccessat(srv->root_fd, ".", R_OK | X_OK, 0) < 0) {
-        fprintf(stderr, "lfhttpd: document root %s: %s\n", cfg->root, strerror(errno));
-        return -1;
-    }
     char err[512] = "";
-    srv->mime = mime_table_load(NULL, err, sizeof(err));
+    srv->mime = mime_table_load(cfg->mime_file[0] ? cfg->mime_file : NULL, err, sizeof(err));
     if (!srv->mime) {
-        fprintf(stderr, "lfhttpd: %s\n", err);
+        fprintf(stderr, "%s\n", err);
         return -1;
     }
-    srv->router = calloc(1, sizeof(*srv->router));
-    if (!srv->router || router_add(srv->router, srv, "/", "static", NULL, err, sizeof(err)) < 0) {
-        fprintf(stderr, "lfhttpd: %s\n", err[0] ? err : "out of memory");
+    srv->fc = fc_create(cfg->file_cache_entries, cfg->file_cache_size, cfg->file_cache_valid,
+                        srv->mime);
+    if (!srv->fc) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
         return -1;
     }
+    if (router_init(srv) < 0)
+        return -1;
 
     if (cfg->test_only)
         return 0; /* -t: the configuration is valid; bind nothing */
@@ -228,8 +222,8 @@ void server_run(struct server *srv)
 {
     for (unsigned i = 0; i < srv->nlisteners; i++)
         log_notice("listening on %s", srv->listeners[i].url);
-    log_notice("lfhttpd serving %s with %u threads (leader/followers)", srv->cfg.root,
-               srv->pool.nthreads);
+    log_notice("lfhttpd serving %s with %u threads (leader/followers)",
+               srv->cfg.sites.sites[0].base.root, srv->pool.nthreads);
     tp_run(&srv->pool);
     log_notice("stopped");
 }
@@ -242,7 +236,9 @@ void server_destroy(struct server *srv)
         struct conn *c = srv->conns;
         srv->conns = c->next;
         close(c->eh.fd);
-        if (c->file_fd >= 0)
+        if (c->file_fd >= 0 && c->file_release)
+            c->file_release(c->file_ref);
+        else if (c->file_fd >= 0)
             close(c->file_fd);
         carry_put(c->in);
         carry_put(c->out);
@@ -259,13 +255,9 @@ void server_destroy(struct server *srv)
     if (srv->pool.workers)
         tp_destroy(&srv->pool);
     hs_close(&srv->hs);
-    if (srv->router) {
-        router_destroy(srv->router);
-        free(srv->router);
-    }
+    router_destroy(srv);
+    fc_destroy(srv->fc);
     mime_table_free(srv->mime);
-    if (srv->root_fd >= 0)
-        close(srv->root_fd);
     pthread_mutex_destroy(&srv->conns_lock);
     carry_pool_release();
 }

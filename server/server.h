@@ -16,8 +16,8 @@
 #include "thread_pool.h"
 
 struct conn;
+struct file_cache;
 struct mime_table;
-struct router;
 
 struct listener {
     struct event_handler eh;     /* first member: data.ptr of its epoll registration */
@@ -34,9 +34,8 @@ struct server_handle {
 
 struct server {
     struct config cfg;           /* immutable after start-up */
-    int root_fd;                 /* O_PATH directory fd of the document root */
     struct mime_table *mime;
-    struct router *router;
+    struct file_cache *fc;       /* open-file cache shared by all static locations */
 
     struct handle_set hs;
     struct thread_pool pool;

@@ -286,6 +286,8 @@ def run_file(path, args, env, counter):
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 pass_fds=(w,), env=env, cwd=REPO, start_new_session=True)
         os.close(w)
+        with _live_lock:
+            _live.add(proc)
         names = None
         current = None
         started = time.monotonic()
@@ -321,34 +323,60 @@ def run_file(path, args, env, counter):
             if not eof and time.monotonic() - started > hard:
                 hung = True
                 break
-        _killgroup(proc)
+        _killgroup(proc, wait_first=not hung)
+        with _live_lock:
+            _live.discard(proc)
         os.close(r)
         log.seek(0)
         logtext = log.read().decode("utf-8", "replace")
         log.close()
-        if hung or current is not None:
-            why = ("hard timeout (%.0fs) — worker killed" % hard) if hung else \
+        logtail = "\n".join(logtext.rstrip().splitlines()[-20:])
+        if _interrupted.is_set():
+            return
+        if names is None:
+            if done == 0:
+                counter.add(0, 1)
+                report(fname, "<worker>", False, 0.0,
+                       "worker produced no results (status %s)" % proc.returncode, logtail)
+            return
+        finished = skip + done
+        if current is not None or hung:
+            why = ("hard timeout (%.0fs), worker killed" % hard) if hung else \
                   ("worker died (status %s)" % proc.returncode)
             counter.add(0, 1)
-            report(fname, current or "<worker>", False, time.monotonic() - started, why,
-                   "\n".join(logtext.rstrip().splitlines()[-20:]))
-            if current is not None and names is not None:
-                skip = skip + done + 1
-                if skip < len(names):
-                    continue
-            return
-        if names is None and done == 0:
+            report(fname, current or "<worker>", False, time.monotonic() - started, why, logtail)
+            finished += 1
+        elif finished < len(names):
             counter.add(0, 1)
-            report(fname, "<worker>", False, 0.0, "worker produced no results",
-                   "\n".join(logtext.rstrip().splitlines()[-20:]))
-        return
+            report(fname, "<worker>", False, 0.0, "worker exited (status %s) before %s"
+                   % (proc.returncode, names[finished]), logtail)
+        if finished >= len(names) or _interrupted.is_set():
+            return
+        skip = finished     # restart a worker after the test that hung or crashed
 
 
-def _killgroup(proc):
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
+_live = set()
+_live_lock = threading.Lock()
+_interrupted = threading.Event()
+
+
+def _kill_all_workers():
+    _interrupted.set()
+    with _live_lock:
+        procs = list(_live)
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _killgroup(proc, wait_first=True):
+    if wait_first:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)   # worker + any leftover servers/curl
     except (ProcessLookupError, PermissionError):
@@ -357,6 +385,10 @@ def _killgroup(proc):
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt()
 
 
 def main():
@@ -382,6 +414,7 @@ def main():
         return worker_main(args)
 
     sys.path.insert(0, HERE)
+    signal.signal(signal.SIGTERM, _sigterm)
     env = sanitizer_env(os.environ)
     counter = Counter()
     t0 = time.monotonic()
@@ -411,8 +444,17 @@ def main():
                 counter.add(p, f)
                 for l in lines:
                     out(l)
-            list(ex.map(lambda f: run_file(f, args, env, counter), files))
+            futs = [ex.submit(run_file, f, args, env, counter) for f in files]
+            try:
+                for fu in futs:
+                    fu.result()
+            except KeyboardInterrupt:
+                for fu in futs:
+                    fu.cancel()
+                _kill_all_workers()
+                raise
     except KeyboardInterrupt:
+        _kill_all_workers()
         out("interrupted")
         counter.add(0, 1)
     out("(%.1fs)" % (time.monotonic() - t0))

@@ -1,0 +1,94 @@
+/* file_cache.h — the open-file cache: JAWS's "cached virtual filesystem".
+ *
+ * Maps (location, normalised path) to what answering it needs: the open fd, the stat data,
+ * the validators, the precomputed header block, the whole content of small files, and the
+ * precompressed variants beside the file — or the fact that the path is missing, a directory,
+ * or needs a redirect. A hot file then costs no open/fstat/pread per request.
+ *
+ * Concurrency: the table is split into shards, each with its own read-write lock; the hit path
+ * takes one shard's read lock and bumps the entry's reference count (no global lock). Entries
+ * are immutable once published; a changed file gets a new entry, and the old one is freed when
+ * its last user (e.g. a connection still sending it) releases it.
+ *
+ * Freshness: an entry is revalidated (reopened and compared by device, inode, size and mtime)
+ * at most once per `interval_ms`, by the first thread that sees it stale; a file that changed or
+ * disappeared is therefore never served past the interval, and an entry's fd always refers to
+ * the file whose length its headers announce (a replaced file has a new inode, hence a new
+ * entry; content cached in memory is a snapshot taken while size and mtime did not change). */
+#ifndef LF_FILE_CACHE_H
+#define LF_FILE_CACHE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+struct loc_conf;
+struct mime_table;
+
+enum fc_kind {
+    FC_FILE = 0,      /* a regular file (for a directory URL: its index file) */
+    FC_MISSING,       /* open failed: `err` says why (ENOENT, EACCES, EXDEV...) */
+    FC_DIR_REDIRECT,  /* a directory requested without its trailing slash */
+    FC_DIR,           /* a directory URL with no index file */
+    FC_OTHER,         /* FIFO, device, socket: never served */
+};
+
+enum fc_encoding { FC_BR = 0, FC_ZSTD, FC_GZIP, FC_NENC };
+
+struct fc_entry {
+    _Atomic int refs;
+    _Atomic int64_t validated_ms;
+    _Atomic int revalidating;
+    enum fc_kind kind;
+    int err;                        /* FC_MISSING: errno */
+    int fd;                         /* FC_FILE: O_RDONLY, -1 otherwise */
+    struct stat st;
+    const char *type;               /* Content-Type */
+    char etag[64];
+    size_t etag_len;
+    char last_modified[30];
+    char *body;                     /* whole content when st_size <= FC_SMALL_MAX, else NULL */
+    char *headers;                  /* precomputed header lines for 200/206 (CRLF-terminated) */
+    size_t headers_len;
+    struct fc_entry *variant[FC_NENC]; /* precompressed representations (FC_FILE entries) */
+    bool has_variants;
+    bool vary;                      /* responses carry Vary: Accept-Encoding */
+
+    /* Table bookkeeping (under the shard lock). */
+    struct fc_entry *next;          /* hash chain */
+    struct fc_entry *older, *newer; /* insertion order, for eviction */
+    uint64_t hash;
+    const struct loc_conf *loc;
+    size_t path_len;
+    size_t bytes;                   /* memory charged against the cache */
+    char path[];                    /* normalised request path (NUL-terminated) */
+};
+
+#define FC_SMALL_MAX (16 * 1024)
+
+struct file_cache;
+
+/* Create a cache bounded to `max_entries` and `max_bytes` of cached content, revalidating every
+ * `interval_ms`. Returns NULL on ENOMEM. */
+struct file_cache *fc_create(unsigned max_entries, size_t max_bytes, unsigned interval_ms,
+                             const struct mime_table *mime);
+void fc_destroy(struct file_cache *fc);
+
+/* Look up (or build) the entry for normalised `path` (starting with '/') in location `lc`. The
+ * caller owns one reference and must fc_release() it. Returns NULL only on ENOMEM. */
+struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const char *path,
+                        size_t path_len);
+void fc_release(struct fc_entry *e);
+
+/* Open `rel` (relative, no leading '/') beneath root_fd following the location's symlink
+ * policy. Returns an fd or -errno. Shared with the directory listing. */
+int fc_open_beneath(int root_fd, const char *rel, int symlinks, int extra_flags);
+
+struct fc_stats {
+    uint64_t hits, misses, revalidations, evictions, entries, bytes;
+};
+void fc_get_stats(struct file_cache *fc, struct fc_stats *out);
+
+#endif

@@ -1,0 +1,112 @@
+/* site.h — sites (virtual hosts) and locations: the per-path configuration.
+ *
+ * A configuration has at least one site: the top level of the file (and the command line) is
+ * the default site; `server NAME... { }` blocks add name-based virtual hosts; `location PREFIX
+ * { }` and `location *.EXT { }` blocks inside either refine settings by path. Every setting left
+ * unset inherits: location <- its site <- the top level <- built-in default. After loading,
+ * every struct loc_conf is complete (no "unset" left) and immutable.
+ *
+ * A request is matched to a site by its Host (case-insensitive, port and trailing dot
+ * ignored; exact names, then the longest `*.suffix` wildcard, then the default site), then to a
+ * location: extension locations first (in file order), then the longest matching prefix, else
+ * the site's own settings. */
+#ifndef LF_SITE_H
+#define LF_SITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strview.h"
+
+#define SITE_MAX_INDEX 8
+
+struct handler_ops;
+
+struct header_kv {
+    char *name;
+    char *value;
+    size_t name_len, value_len;
+};
+
+struct error_page {
+    int status;
+    char *path;               /* URL path under the location's root, e.g. /404.html */
+};
+
+enum symlinks_policy { SYMLINKS_OFF = 0, SYMLINKS_INSIDE = 1, SYMLINKS_ANY = 2 };
+
+struct loc_conf {
+    /* What the location matches (both NULL for a site's own settings). */
+    char *prefix;
+    size_t prefix_len;
+    char *ext;                /* ".css" for `location *.css` */
+    size_t ext_len;
+
+    /* Settings; -1 / NULL while unset during loading. */
+    char *handler;            /* handler type name (handlers/registry.c); default "static" */
+    char *handler_arg;
+    char *root;
+    char index[SITE_MAX_INDEX][64];
+    int nindex;
+    int listing;              /* directory listings */
+    int hidden_files;         /* 1: serve dot-files; 0: 404 */
+    int symlinks;             /* enum symlinks_policy */
+    int precompressed;        /* serve x.br / x.zst / x.gz beside x */
+    int etag;
+    char *spa_fallback;       /* "" = off */
+    struct header_kv *headers;
+    int nheaders;
+    char *cache_control;      /* "" = off */
+    int64_t expires;          /* seconds; -1 = off; -2 unset */
+    struct error_page *error_pages;
+    int nerror_pages;
+    char *default_type;
+
+    /* Filled at server start-up. */
+    int root_fd;
+    const struct handler_ops *ops;
+    void *instance;
+};
+
+struct site {
+    char **names;             /* lower-case; "*.example.com" wildcards */
+    unsigned nnames;
+    bool is_default;
+    struct loc_conf base;
+    struct loc_conf *locs;
+    unsigned nlocs;
+};
+
+struct site_set {
+    struct site *sites;       /* sites[0]: the top level */
+    unsigned nsites;
+    unsigned default_site;
+};
+
+/* Start a set with the top-level site. Returns 0 or -ENOMEM. */
+int site_set_init(struct site_set *ss);
+void site_set_free(struct site_set *ss);
+
+/* Initialise an unset loc_conf (everything inherits). */
+void loc_conf_init(struct loc_conf *lc);
+
+/* Is `name` a site-level directive (valid at the top level, in server and location blocks)? */
+bool site_directive_known(const char *name);
+/* Apply a site-level directive to `lc`. Prints "WHERE: reason" and returns -1 on error. */
+int site_apply(struct loc_conf *lc, const char *where, const char *name, char **args, int nargs);
+
+/* Add a `server NAME... {` block / a `location MATCH {` block. Return the new object or NULL
+ * (after printing "WHERE: reason"). */
+struct site *site_add_server(struct site_set *ss, const char *where, char **names, int nnames);
+struct loc_conf *site_add_location(struct site *s, const char *where, const char *match);
+
+/* Fill every unset setting from its parent and the built-in defaults. */
+void site_set_finish(struct site_set *ss);
+
+/* Pick the site for a Host header value (may be empty). */
+const struct site *site_select(const struct site_set *ss, struct strview host);
+/* Pick the location for a (raw) request path. */
+const struct loc_conf *site_location(const struct site *s, struct strview path);
+
+#endif
