@@ -323,7 +323,10 @@ static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, 
             e->fd = fd;
             e->kind = FC_FILE;
             const char *type = mime_lookup(fc->mime, lc->index[i], ilen);
-            if (finish_file(e, type ? type : lc->default_type, NULL, false) < 0) {
+            e->type = type ? type : lc->default_type;
+            if (lc->precompressed)
+                find_variants(e, rel);
+            if (finish_file(e, e->type, NULL, e->has_variants) < 0) {
                 entry_free(e);
                 return NULL;
             }

@@ -157,8 +157,10 @@ static void parse_accept_encoding(struct strview hdr, struct accept_enc *ae)
     for (int i = 0; i < FC_NENC; i++)
         if (ae->q[i] < 0)
             ae->q[i] = star >= 0 ? star : 0;
+    /* Unlisted identity is acceptable (unless `*;q=0` excludes it) but not preferred over a
+     * coding the client listed, whatever that coding's q. */
     if (ae->identity < 0)
-        ae->identity = star == 0 ? 0 : 1000; /* acceptable unless excluded (by * or explicitly) */
+        ae->identity = star >= 0 ? (star == 0 ? 0 : 1) : 1;
 }
 
 struct range {
@@ -215,21 +217,27 @@ static int parse_ranges(struct strview hdr, uint64_t size, struct range *out)
     }
     if (specs == 0)
         return -1;
-    /* Sort (insertion: at most MAX_RANGES) and coalesce overlapping or adjacent ranges. */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && out[j].first < out[j - 1].first; j--) {
-            struct range t = out[j];
-            out[j] = out[j - 1];
-            out[j - 1] = t;
-        }
+    /* Coalesce overlapping or adjacent ranges into the earliest of them; the others keep the
+     * order in which they were requested (as RFC 7233 4.1 asked of multipart responses). */
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (m && out[i].first <= out[m - 1].last + 1) {
-            if (out[i].last > out[m - 1].last)
-                out[m - 1].last = out[i].last;
-        } else {
-            out[m++] = out[i];
-        }
+        struct range r = out[i];
+        bool merged;
+        do {
+            merged = false;
+            for (int j = 0; j < m; j++) {
+                if (r.first <= out[j].last + 1 && out[j].first <= r.last + 1) {
+                    r.first = r.first < out[j].first ? r.first : out[j].first;
+                    r.last = r.last > out[j].last ? r.last : out[j].last;
+                    for (int k = j; k < m - 1; k++) /* absorbed: r takes its place below */
+                        out[k] = out[k + 1];
+                    m--;
+                    merged = true;
+                    break;
+                }
+            }
+        } while (merged);
+        out[m++] = r;
     }
     return m;
 }

@@ -25,6 +25,8 @@ static void config_defaults(struct config *cfg)
     }
     cfg->batch = 8;
     cfg->log_level = LOG_NOTICE;
+    snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
+    snprintf(cfg->access_log, sizeof(cfg->access_log), "off");
     cfg->max_head_size = 16 * 1024;
     cfg->max_headers = 100;
     cfg->max_uri_length = 8 * 1024;
@@ -81,7 +83,10 @@ int config_parse_listen(const char *s, struct listen_addr *la)
 
 /* ---- configuration file ---------------------------------------------------------------- */
 
-enum dir_kind { D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_THREADS, D_LOGLEVEL };
+enum dir_kind {
+    D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_THREADS, D_LOGLEVEL, D_LOGFORMAT, D_CIDRS,
+    D_NAME,
+};
 
 struct directive {
     const char *name;
@@ -97,6 +102,12 @@ static const struct directive directives[] = {
     { "threads", D_THREADS, F(threads), 0, 1024 },
     { "leader_batch", D_UINT, F(batch), 1, 64 },
     { "log_level", D_LOGLEVEL, F(log_level), 0, 0 },
+    { "user", D_NAME, F(user), 0, 0 },
+    { "group", D_NAME, F(group), 0, 0 },
+    { "trusted_proxies", D_CIDRS, F(trusted_proxies), 0, 0 },
+    { "error_log", D_STRING, F(error_log), 0, 0 },
+    { "access_log", D_STRING, F(access_log), 0, 0 },
+    { "access_log_format", D_LOGFORMAT, F(access_log_format), 0, 0 },
     { "max_request_head", D_SIZE, F(max_head_size), 1024, 64 * 1024 },
     { "max_headers", D_UINT, F(max_headers), 1, 1000 },
     { "max_uri_length", D_SIZE, F(max_uri_length), 64, 1024 * 1024 },
@@ -169,8 +180,9 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
     }
-    if (nargs != 1) {
-        fprintf(stderr, "%s: '%s' takes exactly one value\n", where, name);
+    if (nargs < 1 || (nargs != 1 && d->kind != D_CIDRS)) {
+        fprintf(stderr, "%s: '%s' takes %s\n", where, name,
+                d->kind == D_CIDRS ? "one or more addresses or CIDR ranges" : "exactly one value");
         return -1;
     }
     char *base = (char *)cfg;
@@ -206,6 +218,29 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
                 args[0]);
         return -1;
     }
+    case D_CIDRS:
+        for (int i = 0; i < nargs; i++)
+            if (cidr_list_add(&cfg->trusted_proxies, args[i]) < 0) {
+                fprintf(stderr, "%s: invalid address or CIDR range '%s'\n", where, args[i]);
+                return -1;
+            }
+        return 0;
+    case D_NAME:
+        if (!args[0][0] || strlen(args[0]) >= sizeof(cfg->user) ||
+            strspn(args[0], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+                strlen(args[0])) {
+            fprintf(stderr, "%s: invalid %s name '%s'\n", where, name, args[0]);
+            return -1;
+        }
+        snprintf(base + d->offset, sizeof(cfg->user), "%s", args[0]);
+        return 0;
+    case D_LOGFORMAT:
+        if (!strcmp(args[0], "combined") || !strcmp(args[0], "json")) {
+            cfg->access_log_format = !strcmp(args[0], "json");
+            return 0;
+        }
+        fprintf(stderr, "%s: invalid access_log_format '%s' (combined or json)\n", where, args[0]);
+        return -1;
     case D_THREADS:
         if (!strcmp(args[0], "auto")) {
             cfg->threads = 0;
@@ -419,6 +454,7 @@ static int config_load_file(struct config *cfg, const char *path)
 void config_free(struct config *cfg)
 {
     site_set_free(&cfg->sites);
+    cidr_list_free(&cfg->trusted_proxies);
 }
 
 /* ---- command line ------------------------------------------------------------------------ */
@@ -433,6 +469,7 @@ static void usage(FILE *out)
             "  -r, --root DIR          document root (default ./www); also the ROOT argument\n"
             "  -t, --threads N         pool threads (default: one per CPU)\n"
             "  -c, --config FILE       read the configuration file FILE\n"
+            "  -u, --user USER[:GROUP] when started as root, run as USER (default nobody)\n"
             "  -t, --test              with no number after it: check the configuration, exit\n"
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
@@ -498,6 +535,7 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
         /* Options with a value: --name VALUE, --name=VALUE, -x VALUE, -xVALUE. */
         static const struct { char s; const char *l; } opts[] = {
             { 'l', "listen" }, { 'r', "root" }, { 't', "threads" }, { 'c', "config" },
+            { 'u', "user" },
         };
         for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]) && !name; k++) {
             size_t ll = strlen(opts[k].l);
@@ -524,6 +562,15 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
         snprintf(where, sizeof(where), "lfhttpd: --%s", name);
         if (!strcmp(name, "config"))
             continue; /* handled in pass 1 */
+        if (!strcmp(name, "user")) { /* --user USER[:GROUP] */
+            char *colon = strchr(val, ':');
+            if (colon) {
+                *colon = '\0';
+                char *g = colon + 1;
+                if (apply_directive(cfg, where, "group", &g, 1) < 0)
+                    return CONFIG_ERROR;
+            }
+        }
         if (!strcmp(name, "listen") && !cli_listen) {
             cfg->nlisten = 0; /* command-line listeners replace the file's */
             cli_listen = true;

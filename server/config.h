@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "netaddr.h"
 #include "site.h"
 
 #define CONFIG_MAX_LISTEN 16
@@ -30,6 +31,12 @@ struct config {
     unsigned threads;       /* 0 = one per CPU */
     int batch;              /* events taken per epoll_wait by the leader */
     int log_level;          /* enum log_level */
+    char user[64];              /* run as this user when started as root ("" = nobody) */
+    char group[64];             /* "" = the user's primary group */
+    struct cidr_list trusted_proxies; /* peers whose X-Forwarded-For / Forwarded we believe */
+    char error_log[PATH_MAX];   /* "stderr" or a file */
+    char access_log[PATH_MAX];  /* a file, "stdout", "stderr" or "off" */
+    int access_log_format;      /* enum access_log_format */
 
     /* Limits (nginx-like defaults). */
     size_t max_head_size;   /* request line + headers, bytes -> 431 */

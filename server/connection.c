@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "access_log.h"
 #include "carry.h"
 #include "handle_set.h"
 #include "http_exchange.h"
@@ -21,6 +22,7 @@
 #include "handler.h"
 #include "http_date.h"
 #include "log.h"
+#include "netaddr.h"
 #include "router.h"
 #include "server.h"
 #include "thread_pool.h"
@@ -299,6 +301,7 @@ int ex_send(struct http_exchange *ex, struct response *r, const void *body, size
     note_response(ex, r->status);
     struct iovec iov[2] = { { r->buf, r->len }, { (void *)(uintptr_t)body, len } };
     bool with_body = len && !ex->head_only && !http_status_has_no_body(r->status);
+    ex->body_bytes = with_body ? len : 0;
     return send_or_park(ex, iov, with_body ? 2 : 1, false);
 }
 
@@ -322,6 +325,7 @@ int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t
         return ex_send_error(ex, 500);
     }
     note_response(ex, r->status);
+    ex->body_bytes = ex->head_only ? 0 : len;
     if (ex->head_only || len == 0) {
         conn_drop_file(c);
         struct iovec iov = { r->buf, r->len };
@@ -406,6 +410,7 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
      * the body's framing is in doubt: close after the response. */
     if (body_follows && req->expect_continue)
         ex.keep_alive = false;
+    netaddr_real_client(&srv->cfg.trusted_proxies, &c->peer.sin6_addr, req, &ex.client_addr);
     int status = router_dispatch(srv, &ex);
     int rc = 0;
     if (!ex.responded) {
@@ -414,6 +419,7 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
         if (rc == -1)
             rc = ex_send_error(&ex, status);
     }
+    access_log_write(srv, &ex);
     c->requests++;
     if (!ex.keep_alive)
         c->close_after = true;
@@ -425,10 +431,12 @@ static int serve_parse_error(struct conn *c, struct worker *w, int status)
 {
     struct http_exchange ex = {
         .conn = c, .w = w, .srv = c->srv, .req = NULL, .date = thread_date(w),
-        .keep_alive = false,
+        .keep_alive = false, .client_addr = c->peer.sin6_addr,
     };
     c->close_after = true;
-    return ex_send_error(&ex, status);
+    int rc = ex_send_error(&ex, status);
+    access_log_write(c->srv, &ex);
+    return rc;
 }
 
 /* Keep buf[0..len) for the next event. Returns false when out of memory. */

@@ -7,8 +7,10 @@
 #ifndef LF_HTTP_EXCHANGE_H
 #define LF_HTTP_EXCHANGE_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "http_request.h"
@@ -30,6 +32,9 @@ struct http_exchange {
     bool keep_alive;        /* the connection stays open after this response */
     bool responded;
     int status;             /* status sent, for logs and counters */
+    uint64_t body_bytes;    /* body length of the response sent */
+    struct in6_addr client_addr; /* the client (the peer, or what a trusted proxy says) */
+    struct strview remote_user;  /* set by Basic authentication */
     size_t path_len;
     char path[4096];        /* the decoded, normalised request path (NUL-terminated) */
 };

@@ -1,6 +1,9 @@
 /* log.c — error log; see log.h. */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -11,6 +14,7 @@
 /* Written once at start-up before any thread exists; read-only afterwards. */
 static enum log_level log_threshold = LOG_NOTICE;
 static int log_fd = 2;
+static char log_path[PATH_MAX]; /* "" for stderr */
 
 static const char *const level_names[] = { "error", "warn", "notice", "info", "debug" };
 
@@ -18,6 +22,35 @@ void log_init(enum log_level level, int fd)
 {
     log_threshold = level;
     log_fd = fd;
+}
+
+int log_open(const char *target)
+{
+    if (!strcmp(target, "stderr")) {
+        log_path[0] = '\0';
+        log_fd = 2;
+        return 0;
+    }
+    int fd = open(target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "lfhttpd: error log %s: %s\n", target, strerror(errno));
+        return -1;
+    }
+    snprintf(log_path, sizeof(log_path), "%s", target);
+    log_fd = fd;
+    return 0;
+}
+
+int log_reopen(void)
+{
+    if (!log_path[0])
+        return 0;
+    int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = dup2(fd, log_fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -9,6 +9,12 @@ enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_NOTICE, LOG_INFO, LOG_DEBUG };
 
 /* Set the threshold (messages above it are dropped) and the destination fd (default 2). */
 void log_init(enum log_level level, int fd);
+/* Send the error log to `target` ("stderr" or a file, opened O_APPEND). Start-up only.
+ * Prints one line and returns -1 on failure. */
+int log_open(const char *target);
+/* Reopen the error log file (SIGUSR1) by dup2()ing a fresh open onto the same descriptor, so
+ * concurrent writers never see a closed descriptor. 0 or -errno. */
+int log_reopen(void);
 
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

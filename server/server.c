@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "access_log.h"
 #include "acceptor.h"
 #include "carry.h"
 #include "connection.h"
@@ -114,6 +117,12 @@ static void on_signal(struct event_handler *eh, uint32_t events, struct worker *
             log_notice("%s received: shutting down gracefully",
                        si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
             server_begin_drain(srv);
+        } else if (si.ssi_signo == SIGUSR1) {
+            int a = access_log_reopen(srv), e = log_reopen();
+            if (a < 0 || e < 0)
+                log_error("SIGUSR1: reopening logs failed: %s", strerror(a < 0 ? -a : -e));
+            else
+                log_notice("SIGUSR1: log files reopened");
         }
     }
     hs_rearm(&srv->hs, eh, EPOLLIN);
@@ -141,10 +150,53 @@ static int add_handle(struct server *srv, struct server_handle *h, int fd,
     return 0;
 }
 
+/* Started as root: bind first (done by the caller), then become the configured user (default
+ * nobody) for good. Refuses to stay root unless `user root` was configured explicitly. */
+static int drop_privileges(const struct config *cfg)
+{
+    if (geteuid() != 0) {
+        if (cfg->user[0])
+            log_notice("not started as root: 'user %s' ignored", cfg->user);
+        return 0;
+    }
+    const char *user = cfg->user[0] ? cfg->user : "nobody";
+    char buf[4096];
+    struct passwd pw, *pwp = NULL;
+    if (getpwnam_r(user, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp) {
+        fprintf(stderr, "lfhttpd: user '%s' does not exist\n", user);
+        return -1;
+    }
+    gid_t gid = pw.pw_gid;
+    if (cfg->group[0]) {
+        char gbuf[4096];
+        struct group gr, *grp = NULL;
+        if (getgrnam_r(cfg->group, &gr, gbuf, sizeof(gbuf), &grp) != 0 || !grp) {
+            fprintf(stderr, "lfhttpd: group '%s' does not exist\n", cfg->group);
+            return -1;
+        }
+        gid = gr.gr_gid;
+    }
+    if (pw.pw_uid == 0) {
+        log_warn("running as root, as configured ('user %s')", user);
+        return 0;
+    }
+    if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(pw.pw_uid) < 0) {
+        fprintf(stderr, "lfhttpd: cannot become user '%s': %s\n", user, strerror(errno));
+        return -1;
+    }
+    if (setuid(0) == 0) { /* must be impossible now */
+        fprintf(stderr, "lfhttpd: privileges could not be dropped\n");
+        return -1;
+    }
+    log_notice("running as user %s (uid %u, gid %u)", user, (unsigned)pw.pw_uid, (unsigned)gid);
+    return 0;
+}
+
 int server_init(struct server *srv, const struct config *cfg)
 {
     memset(srv, 0, sizeof(*srv));
     srv->cfg = *cfg; /* shallow: the site set is owned by the caller's config */
+    srv->access_fd = -1;
     srv->hs.epfd = -1;
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
     pthread_mutex_init(&srv->conns_lock, NULL);
@@ -188,6 +240,7 @@ int server_init(struct server *srv, const struct config *cfg)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (add_handle(srv, &srv->signals, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC), &signal_ops,
@@ -201,6 +254,11 @@ int server_init(struct server *srv, const struct config *cfg)
     if (add_handle(srv, &srv->timer, tfd, &timer_ops, "timerfd") < 0)
         return -1;
     if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
+        return -1;
+
+    if (log_open(cfg->error_log) < 0 || access_log_open(srv) < 0)
+        return -1;
+    if (drop_privileges(cfg) < 0)
         return -1;
 
     rc = tp_init(&srv->pool, srv, &srv->hs, cfg->threads, cfg->batch);
@@ -256,6 +314,7 @@ void server_destroy(struct server *srv)
         tp_destroy(&srv->pool);
     hs_close(&srv->hs);
     router_destroy(srv);
+    access_log_close(srv);
     fc_destroy(srv->fc);
     mime_table_free(srv->mime);
     pthread_mutex_destroy(&srv->conns_lock);

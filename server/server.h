@@ -36,6 +36,7 @@ struct server {
     struct config cfg;           /* immutable after start-up */
     struct mime_table *mime;
     struct file_cache *fc;       /* open-file cache shared by all static locations */
+    int access_fd;               /* -1 when the access log is off */
 
     struct handle_set hs;
     struct thread_pool pool;

@@ -107,9 +107,13 @@ LISTEN_RE = re.compile(rb"listening on (https?)://(\[[0-9A-Fa-f:.]+\]|[^\s:/]+):
 class Server:
     def __init__(self, binary_path=None, args=(), root=None, listen=("127.0.0.1:0",),
                  threads=2, cwd=None, env=None, expect_listeners=None, start=True,
-                 start_timeout=10.0):
+                 start_timeout=10.0, user="root"):
         self.binary = binary_path or binary()
         self.cmd = [self.binary]
+        # Tests run as root (CI) with 0700 temp dirs; a server started as root drops to
+        # `nobody` by default, so keep root unless a test checks the drop (user=None/"nobody").
+        if user is not None and os.geteuid() == 0:
+            self.cmd += ["--user", user]
         for l in listen or ():
             self.cmd += ["--listen", l]
         if threads is not None:

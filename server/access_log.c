@@ -1,0 +1,205 @@
+/* access_log.c — see access_log.h. */
+#include "access_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "http_exchange.h"
+#include "netaddr.h"
+#include "server.h"
+
+#define LINE_MAX_BYTES 8192
+
+static int open_target(const char *target)
+{
+    if (!strcmp(target, "stdout"))
+        return dup(1);
+    if (!strcmp(target, "stderr"))
+        return dup(2);
+    return open(target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
+int access_log_open(struct server *srv)
+{
+    srv->access_fd = -1;
+    const char *t = srv->cfg.access_log;
+    if (!t[0] || !strcmp(t, "off"))
+        return 0;
+    srv->access_fd = open_target(t);
+    if (srv->access_fd < 0) {
+        fprintf(stderr, "lfhttpd: access log %s: %s\n", t, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int access_log_reopen(struct server *srv)
+{
+    const char *t = srv->cfg.access_log;
+    if (srv->access_fd < 0 || !strcmp(t, "stdout") || !strcmp(t, "stderr"))
+        return 0;
+    int fd = open_target(t);
+    if (fd < 0)
+        return -errno;
+    int rc = dup2(fd, srv->access_fd) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+void access_log_close(struct server *srv)
+{
+    if (srv->access_fd >= 0)
+        close(srv->access_fd);
+    srv->access_fd = -1;
+}
+
+struct line {
+    char buf[LINE_MAX_BYTES];
+    size_t len;
+};
+
+static void put(struct line *l, const char *s, size_t n)
+{
+    if (n > sizeof(l->buf) - 2 - l->len)
+        n = sizeof(l->buf) - 2 - l->len;
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+}
+#define PUT_LIT(l, lit) put((l), (lit), sizeof(lit) - 1)
+
+/* A request-controlled field for CLF: nginx's escaping, "-" when empty or absent. */
+static void put_clf(struct line *l, struct strview v)
+{
+    if (!v.ptr || !v.len) {
+        put(l, "-", 1);
+        return;
+    }
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < v.len; i++) {
+        unsigned char c = (unsigned char)v.ptr[i];
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+            char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+            put(l, esc, 4);
+        } else {
+            put(l, (const char *)&v.ptr[i], 1);
+        }
+    }
+}
+
+/* A JSON string; bytes >= 0x80 are escaped as \u00XX so the line is valid JSON even when the
+ * input is not UTF-8. */
+static void put_json(struct line *l, struct strview v)
+{
+    static const char hex[] = "0123456789abcdef";
+    put(l, "\"", 1);
+    for (size_t i = 0; v.ptr && i < v.len; i++) {
+        unsigned char c = (unsigned char)v.ptr[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = { '\\', (char)c };
+            put(l, esc, 2);
+        } else if (c < 0x20 || c >= 0x7f) {
+            char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+            put(l, esc, 6);
+        } else {
+            put(l, (const char *)&v.ptr[i], 1);
+        }
+    }
+    put(l, "\"", 1);
+}
+
+static void put_num(struct line *l, uint64_t v)
+{
+    char num[24];
+    put(l, num, fmt_u64(num, v));
+}
+
+void access_log_write(struct server *srv, const struct http_exchange *ex)
+{
+    if (srv->access_fd < 0)
+        return;
+    const struct http_request *req = ex->req;
+    struct line l;
+    l.len = 0;
+    char addr[64];
+    size_t alen = netaddr_format(&ex->client_addr, addr, sizeof(addr));
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    struct strview method = req ? req->method_name : SV_NULL;
+    struct strview target = req ? req->target : SV_NULL;
+    struct strview referer = req ? HTTP_HEADER(req, "referer") : SV_NULL;
+    struct strview ua = req ? HTTP_HEADER(req, "user-agent") : SV_NULL;
+    struct strview user = ex->remote_user;
+    char proto[9] = "HTTP/1.1";
+    if (req)
+        proto[7] = (char)('0' + req->http_minor);
+
+    if (srv->cfg.access_log_format == ALOG_JSON) {
+        char ts[32];
+        size_t tl = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        PUT_LIT(&l, "{\"time\":\"");
+        put(&l, ts, tl);
+        PUT_LIT(&l, "\",\"remote_addr\":\"");
+        put(&l, addr, alen);
+        PUT_LIT(&l, "\",\"remote_user\":");
+        put_json(&l, user);
+        PUT_LIT(&l, ",\"method\":");
+        put_json(&l, method);
+        PUT_LIT(&l, ",\"uri\":");
+        put_json(&l, target);
+        PUT_LIT(&l, ",\"protocol\":");
+        put_json(&l, req ? (struct strview){ proto, 8 } : SV_NULL);
+        PUT_LIT(&l, ",\"host\":");
+        put_json(&l, req ? req->host : SV_NULL);
+        PUT_LIT(&l, ",\"status\":");
+        put_num(&l, (uint64_t)ex->status);
+        PUT_LIT(&l, ",\"bytes\":");
+        put_num(&l, ex->body_bytes);
+        PUT_LIT(&l, ",\"referer\":");
+        put_json(&l, referer);
+        PUT_LIT(&l, ",\"user_agent\":");
+        put_json(&l, ua);
+        PUT_LIT(&l, "}");
+    } else {
+        static const char *const mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+        char ts[40];
+        int tl = snprintf(ts, sizeof(ts), "%02d/%s/%04d:%02d:%02d:%02d +0000", tm.tm_mday,
+                          mon[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        put(&l, addr, alen);
+        PUT_LIT(&l, " - ");
+        put_clf(&l, user);
+        PUT_LIT(&l, " [");
+        put(&l, ts, (size_t)tl);
+        PUT_LIT(&l, "] \"");
+        if (req) {
+            put_clf(&l, method);
+            PUT_LIT(&l, " ");
+            put_clf(&l, target);
+            PUT_LIT(&l, " ");
+            put(&l, proto, 8);
+        } else {
+            PUT_LIT(&l, "-");
+        }
+        PUT_LIT(&l, "\" ");
+        put_num(&l, (uint64_t)ex->status);
+        PUT_LIT(&l, " ");
+        if (ex->body_bytes)
+            put_num(&l, ex->body_bytes);
+        else
+            PUT_LIT(&l, "-");
+        PUT_LIT(&l, " \"");
+        put_clf(&l, referer);
+        PUT_LIT(&l, "\" \"");
+        put_clf(&l, ua);
+        PUT_LIT(&l, "\"");
+    }
+    l.buf[l.len++] = '\n';
+    ssize_t n = write(srv->access_fd, l.buf, l.len);
+    (void)n; /* a full disk must not take the server down */
+}

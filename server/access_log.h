@@ -1,0 +1,29 @@
+/* access_log.h — the access log: Combined Log Format (default) or JSON lines.
+ *
+ * Logging never serialises the pool: each processing thread formats its line in a buffer on its
+ * own stack and writes it with one write(2) to an O_APPEND fd, so lines never interleave and no
+ * lock is taken. Request-controlled fields are escaped (CLF: `"`, `\` and bytes outside
+ * 0x20..0x7e as \xHH, like nginx; JSON: standard escapes). Reopening (SIGUSR1) dup2()s a fresh
+ * file onto the same descriptor number, so a thread writing concurrently writes to the old or
+ * the new file, never to a closed or reused descriptor. */
+#ifndef LF_ACCESS_LOG_H
+#define LF_ACCESS_LOG_H
+
+#include <stdint.h>
+
+struct http_exchange;
+struct server;
+
+enum access_log_format { ALOG_COMBINED = 0, ALOG_JSON };
+
+/* Open the configured access log (cfg.access_log: a path, "stdout", "stderr" or "off").
+ * Prints one line and returns -1 on failure. */
+int access_log_open(struct server *srv);
+/* Reopen the log file (SIGUSR1); 0 or -errno. No-op for stdout/stderr/off. */
+int access_log_reopen(struct server *srv);
+void access_log_close(struct server *srv);
+
+/* Log one answered exchange. `req` may be NULL (a request that failed to parse). */
+void access_log_write(struct server *srv, const struct http_exchange *ex);
+
+#endif

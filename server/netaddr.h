@@ -1,0 +1,44 @@
+/* netaddr.h — client addresses: formatting and CIDR allow-lists.
+ *
+ * Connections store their peer as an IPv6 socket address (IPv4 as v4-mapped ::ffff:a.b.c.d),
+ * so one representation and one matcher serve logs, CGI's REMOTE_ADDR, trusted proxies and
+ * allow-lists. */
+#ifndef LF_NETADDR_H
+#define LF_NETADDR_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cidr {
+    struct in6_addr addr; /* masked */
+    unsigned bits;        /* prefix length in the IPv6 space (IPv4 /n is 96+n) */
+};
+
+struct cidr_list {
+    struct cidr *v;
+    unsigned n;
+};
+
+/* Parse "10.0.0.0/8", "192.168.1.7", "::1", "fd00::/8". Returns 0 or -1. */
+int cidr_parse(const char *s, struct cidr *out);
+/* Append to a list (start-up only). Returns 0 or -1 (bad value or ENOMEM). */
+int cidr_list_add(struct cidr_list *l, const char *s);
+void cidr_list_free(struct cidr_list *l);
+bool cidr_list_match(const struct cidr_list *l, const struct in6_addr *a);
+
+/* Parse a textual IPv4 or IPv6 address (no port) into v4-mapped/IPv6 form. */
+bool netaddr_parse(const char *s, size_t len, struct in6_addr *out);
+/* Format an address: IPv4-mapped ones as dotted quads. Returns the length (buf >= 46 bytes). */
+size_t netaddr_format(const struct in6_addr *a, char *buf, size_t cap);
+
+struct http_request;
+
+/* The client of a request: `peer`, unless `peer` is a trusted proxy, in which case the
+ * Forwarded (RFC 7239) or else X-Forwarded-For header is walked from right to left and the
+ * first address that is not itself a trusted proxy is taken. Malformed entries stop the walk
+ * (the last address vouched for by a trusted hop is used). */
+void netaddr_real_client(const struct cidr_list *trusted, const struct in6_addr *peer,
+                         const struct http_request *req, struct in6_addr *out);
+
+#endif
