@@ -83,6 +83,37 @@ static int open_walk(int root_fd, const char *rel, int flags)
     }
 }
 
+/* The real path of an open fd (via /proc/self/fd). Returns its length or -1. */
+static ssize_t fd_path(int fd, char *buf, size_t cap)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, buf, cap - 1);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+/* RESOLVE_BENEATH refuses every absolute symlink, even one whose target lies inside the root.
+ * Open such a path by following links, then accept the file only if its real path is inside
+ * the root's real path: checked on the opened fd, so no race can swap the target. */
+static int open_checked(int root_fd, const char *rel, int flags)
+{
+    int fd = openat(root_fd, rel, flags);
+    if (fd < 0)
+        return -errno;
+    char root[4096], file[4096];
+    ssize_t rl = fd_path(root_fd, root, sizeof(root));
+    ssize_t fl = fd_path(fd, file, sizeof(file));
+    bool inside = rl > 0 && fl > rl &&
+                  (!strncmp(file, root, (size_t)rl) && (file[rl] == '/' || (rl == 1 && root[0] == '/')));
+    if (!inside) {
+        close(fd);
+        return -EXDEV;
+    }
+    return fd;
+}
+
 int fc_open_beneath(int root_fd, const char *rel, int symlinks, int extra_flags)
 {
     int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags; /* NONBLOCK: FIFOs */
@@ -98,6 +129,8 @@ int fc_open_beneath(int root_fd, const char *rel, int symlinks, int extra_flags)
         long fd = syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
         if (fd >= 0)
             return (int)fd;
+        if (errno == EXDEV && symlinks == SYMLINKS_INSIDE)
+            return open_checked(root_fd, rel, flags); /* an absolute symlink, maybe inside */
         if (errno != ENOSYS && errno != EPERM)
             return errno == ELOOP && symlinks == SYMLINKS_OFF ? -EXDEV : -errno;
         if (!atomic_exchange(&openat2_missing, 1))

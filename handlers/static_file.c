@@ -290,7 +290,7 @@ static int send_not_modified(struct http_exchange *ex, const struct fc_entry *e)
         RESP_HEADER(&r, "ETag", e->etag, e->etag_len);
     RESP_HEADER(&r, "Last-Modified", e->last_modified, 29);
     if (e->vary)
-        resp_add(&r, "Vary: Accept-Encoding\r\n", 23);
+        RESP_LIT(&r, "Vary: Accept-Encoding\r\n");
     add_location_headers(&r, ex->loc);
     add_expires(&r, ex->loc);
     return ex_send(ex, &r, NULL, 0);
@@ -348,9 +348,9 @@ static int send_multipart(struct http_exchange *ex, struct fc_entry *e, const st
     char head[RESP_HEAD_MAX];
     struct response r;
     resp_begin(&r, head, sizeof(head), 206, ex->date);
-    resp_add(&r, "Content-Type: multipart/byteranges; boundary=", 45);
+    RESP_LIT(&r, "Content-Type: multipart/byteranges; boundary=");
     resp_add(&r, boundary, strlen(boundary));
-    resp_add(&r, "\r\n", 2);
+    RESP_LIT(&r, "\r\n");
     /* The entry's header block starts with its Content-Type line: skip that line. */
     const char *rest = memmem(e->headers, e->headers_len, "\r\n", 2);
     resp_add(&r, rest + 2, e->headers_len - (size_t)(rest + 2 - e->headers));
@@ -421,7 +421,7 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
         char cr[48];
         int n = snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
         RESP_HEADER(&r, "Content-Range", cr, (size_t)n);
-        resp_add(&r, "Content-Type: text/html; charset=utf-8\r\n", 40);
+        RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
         char page[256];
         size_t plen = http_error_page(416, page, sizeof(page));
         return ex_send(ex, &r, page, plen) < 0 ? -1 : 0;
@@ -450,22 +450,40 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
                                                                                              : 0;
 }
 
+/* Append `path` percent-encoded for a Location header: unreserved characters, '/' and the
+ * sub-delims that are safe in a path stay, everything else becomes %XX. */
+static void resp_add_encoded_path(struct response *r, const char *path, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)path[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("-._~/!$&'()*+,;=:@", c)) {
+            resp_add(r, (const char *)&path[i], 1);
+        } else {
+            char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
+            resp_add(r, esc, 3);
+        }
+    }
+}
+
 /* 301 to the directory URL with a trailing slash. The Location is relative (path and query
- * only), so a server behind a proxy never leaks its own host and port. */
+ * only), so a server behind a proxy never leaks its own host and port; it is built from the
+ * normalised path, so "//evil.example" can never become a protocol-relative redirect. */
 static int redirect_to_dir(struct http_exchange *ex)
 {
     const struct http_request *req = ex->req;
     char head[RESP_HEAD_MAX];
     struct response r;
     resp_begin(&r, head, sizeof(head), 301, ex->date);
-    resp_add(&r, "Location: ", 10);
-    resp_add(&r, req->path.ptr, req->path.len);
-    resp_add(&r, "/", 1);
+    RESP_LIT(&r, "Location: ");
+    resp_add_encoded_path(&r, ex->path, ex->path_len);
+    RESP_LIT(&r, "/");
     if (req->query.ptr) {
-        resp_add(&r, "?", 1);
+        RESP_LIT(&r, "?");
         resp_add(&r, req->query.ptr, req->query.len);
     }
-    resp_add(&r, "\r\nContent-Type: text/html; charset=utf-8\r\n", 42);
+    RESP_LIT(&r, "\r\nContent-Type: text/html; charset=utf-8\r\n");
     add_location_headers(&r, ex->loc);
     char page[256];
     size_t n = http_error_page(301, page, sizeof(page));
@@ -516,13 +534,14 @@ static void html_escape(FILE *f, const char *s)
     }
 }
 
-/* Write `s` percent-encoded for use as a relative URL path segment. */
+/* Write `s` percent-encoded for use as a relative URL path segment inside an HTML attribute:
+ * only unreserved characters stay, so nothing in the result needs HTML escaping. */
 static void url_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            strchr("-._~!$&'()*+,;=:@", c))
+            strchr("-._~", c))
             fputc(c, f);
         else
             fprintf(f, "%%%02X", c);
@@ -680,10 +699,10 @@ static int list_directory(struct http_exchange *ex)
     struct response r;
     resp_begin(&r, head, sizeof(head), 200, ex->date);
     if (json)
-        resp_add(&r, "Content-Type: application/json\r\n", 32);
+        RESP_LIT(&r, "Content-Type: application/json\r\n");
     else
-        resp_add(&r, "Content-Type: text/html; charset=utf-8\r\n", 40);
-    resp_add(&r, "Vary: Accept\r\n", 14);
+        RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
+    RESP_LIT(&r, "Vary: Accept\r\n");
     add_location_headers(&r, lc);
     return ex_send_file(ex, &r, out, 0, (size_t)total) < 0 ? -1 : 0;
 }

@@ -349,7 +349,7 @@ static int config_load_file(struct config *cfg, const char *path)
     int rc = 0;
     struct site *site = NULL;       /* inside `server ... {` */
     struct loc_conf *loc = NULL;    /* inside `location ... {` */
-    unsigned open_line = 0;
+    unsigned server_line = 0, location_line = 0; /* where the open blocks started */
     while (rc == 0 && fgets(line, sizeof(line), f)) {
         lineno++;
         char where[PATH_MAX + 32];
@@ -374,8 +374,10 @@ static int config_load_file(struct config *cfg, const char *path)
                 rc = -1;
             } else if (loc) {
                 loc = NULL;
+                location_line = 0;
             } else {
                 site = NULL;
+                server_line = 0;
             }
             continue;
         }
@@ -394,6 +396,7 @@ static int config_load_file(struct config *cfg, const char *path)
                 }
                 site = site_add_server(&cfg->sites, where, args + 1, n - 2);
                 rc = site ? 0 : -1;
+                server_line = lineno;
             } else {
                 if (loc) {
                     fprintf(stderr, "%s: 'location' blocks cannot be nested\n", where);
@@ -407,8 +410,8 @@ static int config_load_file(struct config *cfg, const char *path)
                 }
                 loc = site_add_location(site ? site : &cfg->sites.sites[0], where, args[1]);
                 rc = loc ? 0 : -1;
+                location_line = lineno;
             }
-            open_line = lineno;
             continue;
         }
         if (opens || strcmp(name, "{") == 0) {
@@ -445,7 +448,8 @@ static int config_load_file(struct config *cfg, const char *path)
     }
     fclose(f);
     if (rc == 0 && (site || loc)) {
-        fprintf(stderr, "%s:%u: block opened here is not closed\n", path, open_line);
+        fprintf(stderr, "%s:%u: '%s' block opened here is not closed\n", path,
+                site ? server_line : location_line, site ? "server" : "location");
         rc = -1;
     }
     return rc;

@@ -241,11 +241,11 @@ static void finish_head(struct http_exchange *ex, struct response *r, uint64_t b
     if (!http_status_has_no_body(r->status))
         resp_header_u64(r, "Content-Length", 14, body_len);
     if (!ex->keep_alive)
-        resp_add(r, "Connection: close\r\n\r\n", 21);
+        RESP_LIT(r, "Connection: close\r\n\r\n");
     else if (ex->req && ex->req->http_minor == 0)
-        resp_add(r, "Connection: keep-alive\r\n\r\n", 26);
+        RESP_LIT(r, "Connection: keep-alive\r\n\r\n");
     else
-        resp_add(r, "\r\n", 2);
+        RESP_LIT(r, "\r\n");
 }
 
 /* Write iov[] at once; park whatever the socket did not take. Returns 0 or -errno. */
@@ -370,12 +370,12 @@ int ex_send_error(struct http_exchange *ex, int status)
     struct response r;
     resp_begin(&r, head, sizeof(head), status, ex->date);
     if (status == 405 || status == 501)
-        resp_add(&r, "Allow: GET, HEAD, OPTIONS\r\n", 27);
+        RESP_LIT(&r, "Allow: GET, HEAD, OPTIONS\r\n");
     if (status >= 400 && (status == 400 || status == 408 || status == 413 || status == 414 ||
                           status == 431 || status == 505 || status == 501))
         ex->keep_alive = false; /* framing may be in doubt: answer, then close */
     size_t n = http_error_page(status, page, sizeof(page));
-    resp_add(&r, "Content-Type: text/html; charset=utf-8\r\n", 40);
+    RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
     return ex_send(ex, &r, page, n);
 }
 

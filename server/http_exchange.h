@@ -35,6 +35,7 @@ struct http_exchange {
     uint64_t body_bytes;    /* body length of the response sent */
     struct in6_addr client_addr; /* the client (the peer, or what a trusted proxy says) */
     struct strview remote_user;  /* set by Basic authentication */
+    char user_buf[64];
     size_t path_len;
     char path[4096];        /* the decoded, normalised request path (NUL-terminated) */
 };

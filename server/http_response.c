@@ -76,22 +76,22 @@ void resp_begin(struct response *r, char *buf, size_t cap, int status, const cha
     r->overflow = false;
     char num[4] = { (char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
                     (char)('0' + status % 10), ' ' };
-    resp_add(r, "HTTP/1.1 ", 9);
+    RESP_LIT(r, "HTTP/1.1 ");
     resp_add(r, num, 4);
     const char *reason = http_status_reason(status);
     resp_add(r, reason, strlen(reason));
-    resp_add(r, "\r\nServer: lfhttpd\r\nDate: ", 25);
+    RESP_LIT(r, "\r\nServer: lfhttpd\r\nDate: ");
     resp_add(r, date, 29);
-    resp_add(r, "\r\n", 2);
+    RESP_LIT(r, "\r\n");
 }
 
 void resp_header(struct response *r, const char *name, size_t namelen, const char *value,
                  size_t valuelen)
 {
     resp_add(r, name, namelen);
-    resp_add(r, ": ", 2);
+    RESP_LIT(r, ": ");
     resp_add(r, value, valuelen);
-    resp_add(r, "\r\n", 2);
+    RESP_LIT(r, "\r\n");
 }
 
 void resp_header_u64(struct response *r, const char *name, size_t namelen, uint64_t v)

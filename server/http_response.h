@@ -27,6 +27,8 @@ struct response {
 /* Start "HTTP/1.1 STATUS REASON", Server and Date. `date` is an IMF-fixdate (29 chars). */
 void resp_begin(struct response *r, char *buf, size_t cap, int status, const char *date);
 void resp_add(struct response *r, const char *s, size_t n);
+/* Append a string literal (its length from sizeof, never counted by hand). */
+#define RESP_LIT(r, lit) resp_add((r), "" lit, sizeof(lit) - 1)
 void resp_header(struct response *r, const char *name, size_t namelen, const char *value,
                  size_t valuelen);
 void resp_header_u64(struct response *r, const char *name, size_t namelen, uint64_t v);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth_basic.h"
 #include "handler.h"
 #include "http_exchange.h"
 #include "path.h"
@@ -41,6 +42,15 @@ static int init_location(struct server *srv, struct loc_conf *lc)
 {
     if (open_root(&srv->cfg.sites, lc) < 0)
         return -1;
+    if (lc->auth_realm[0]) {
+        if (!lc->auth_file) {
+            fprintf(stderr, "lfhttpd: auth_basic \"%s\" needs auth_basic_user_file\n", lc->auth_realm);
+            return -1;
+        }
+        lc->auth_users = auth_load(lc->auth_file);
+        if (!lc->auth_users)
+            return -1;
+    }
     lc->ops = handler_lookup(lc->handler);
     if (!lc->ops) {
         fprintf(stderr, "lfhttpd: unknown handler '%s'\n", lc->handler);
@@ -87,11 +97,15 @@ int router_dispatch(struct server *srv, struct http_exchange *ex)
     if (rc < 0)
         return 400;
     ex->loc = site_location(site, (struct strview){ ex->path, ex->path_len });
+    if (ex->loc->auth_users && !auth_check(ex->loc->auth_users, ex))
+        return auth_challenge(ex, ex->loc->auth_realm) < 0 ? -1 : 0;
     return ex->loc->ops->handle(ex->loc->instance, ex);
 }
 
 static void destroy_location(struct loc_conf *lc, struct site_set *ss)
 {
+    auth_free(lc->auth_users);
+    lc->auth_users = NULL;
     if (lc->instance && lc->ops->destroy)
         lc->ops->destroy(lc->instance);
     lc->instance = NULL;

@@ -1,6 +1,8 @@
 /* site.c — sites and locations; see site.h. */
 #include "site.h"
 
+#include "handler.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -60,6 +62,8 @@ static void loc_conf_free(struct loc_conf *lc)
     free(lc->spa_fallback);
     free(lc->cache_control);
     free(lc->default_type);
+    free(lc->auth_realm);
+    free(lc->auth_file);
     for (int i = 0; i < lc->nheaders; i++) {
         free(lc->headers[i].name);
         free(lc->headers[i].value);
@@ -91,7 +95,7 @@ void site_set_free(struct site_set *ss)
 static const char *const site_directives[] = {
     "root", "index", "directory_listing", "hidden_files", "follow_symlinks", "precompressed",
     "etag", "spa_fallback", "add_header", "cache_control", "expires", "error_page",
-    "default_type", "handler",
+    "default_type", "handler", "auth_basic", "auth_basic_user_file",
 };
 
 bool site_directive_known(const char *name)
@@ -263,9 +267,23 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
         }
         free(lc->default_type);
         lc->default_type = xstrdup(v);
+    } else if (!strcmp(name, "auth_basic")) {
+        if (strpbrk(v, "\"\\") || !header_value_ok(v)) {
+            fprintf(stderr, "%s: invalid realm (no quotes, backslashes or control characters)\n", where);
+            return -1;
+        }
+        free(lc->auth_realm);
+        lc->auth_realm = xstrdup(strcmp(v, "off") ? v : "");
+    } else if (!strcmp(name, "auth_basic_user_file")) {
+        free(lc->auth_file);
+        lc->auth_file = xstrdup(v);
     } else if (!strcmp(name, "handler")) {
         if (nargs > 2) {
             fprintf(stderr, "%s: 'handler' takes a type and an optional argument\n", where);
+            return -1;
+        }
+        if (!handler_lookup(v)) {
+            fprintf(stderr, "%s: unknown handler '%s'\n", where, v);
             return -1;
         }
         free(lc->handler);
@@ -364,6 +382,8 @@ static void inherit(struct loc_conf *lc, const struct loc_conf *p)
     if (lc->expires == -2)
         lc->expires = p->expires;
     lc->default_type = inherit_str(lc->default_type, p->default_type);
+    lc->auth_realm = inherit_str(lc->auth_realm, p->auth_realm);
+    lc->auth_file = inherit_str(lc->auth_file, p->auth_file);
     /* Like nginx: a level that sets any add_header / error_page replaces the parent's list. */
     if (lc->nheaders < 0) {
         lc->nheaders = p->nheaders;
@@ -406,6 +426,7 @@ void site_set_finish(struct site_set *ss)
     defaults.expires = -1;
     defaults.nerror_pages = 0;
     defaults.default_type = d_type;
+    defaults.auth_realm = d_empty;
 
     inherit(&ss->sites[0].base, &defaults);
     for (unsigned i = 1; i < ss->nsites; i++)

@@ -21,6 +21,7 @@
 
 #define SITE_MAX_INDEX 8
 
+struct auth_users;
 struct handler_ops;
 
 struct header_kv {
@@ -62,8 +63,11 @@ struct loc_conf {
     struct error_page *error_pages;
     int nerror_pages;
     char *default_type;
+    char *auth_realm;         /* Basic authentication realm; "" = off */
+    char *auth_file;          /* its user file */
 
     /* Filled at server start-up. */
+    struct auth_users *auth_users;
     int root_fd;
     const struct handler_ops *ops;
     void *instance;
