@@ -180,7 +180,7 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
     }
-    if (nargs < 1 || (nargs != 1 && d->kind != D_CIDRS)) {
+    if (nargs < 1 || (nargs != 1 && d->kind != D_CIDRS && !(d->kind == D_LISTEN && nargs == 2))) {
         fprintf(stderr, "%s: '%s' takes %s\n", where, name,
                 d->kind == D_CIDRS ? "one or more addresses or CIDR ranges" : "exactly one value");
         return -1;
@@ -197,6 +197,13 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
             fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT or [V6]:PORT)\n",
                     where, args[0]);
             return -1;
+        }
+        if (nargs == 2) {
+            if (strcmp(args[1], "proxy_protocol")) {
+                fprintf(stderr, "%s: unknown listen option '%s' (proxy_protocol)\n", where, args[1]);
+                return -1;
+            }
+            cfg->listen[cfg->nlisten].proxy_protocol = true;
         }
         cfg->nlisten++;
         return 0;

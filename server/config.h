@@ -21,6 +21,7 @@ struct listen_addr {
     struct sockaddr_storage ss;
     socklen_t sslen;
     char text[80];          /* as given, for messages */
+    bool proxy_protocol;    /* connections start with a PROXY protocol header */
 };
 
 struct config {

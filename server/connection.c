@@ -23,6 +23,7 @@
 #include "http_date.h"
 #include "log.h"
 #include "netaddr.h"
+#include "proxy_protocol.h"
 #include "router.h"
 #include "server.h"
 #include "thread_pool.h"
@@ -64,6 +65,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         memcpy(&c->peer.sin6_addr.s6_addr[12], &in4->sin_addr, 4);
     }
     http_parser_init(&c->parser);
+    c->proxy_header = l->addr->proxy_protocol;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
@@ -412,7 +414,9 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
         ex.keep_alive = false;
     netaddr_real_client(&srv->cfg.trusted_proxies, &c->peer.sin6_addr, req, &ex.client_addr);
     int status = router_dispatch(srv, &ex);
-    int rc = 0;
+    /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
+     * sendfile): the promised length cannot be kept, so the connection must close. */
+    int rc = status < 0 ? -1 : 0;
     if (!ex.responded) {
         status = status >= 400 ? status : 500;
         rc = static_send_error_page(&ex, status);
@@ -467,7 +471,20 @@ static void conn_serve(struct conn *c, struct worker *w)
     }
 
     for (;;) {
-        while (pos < have) {
+        if (c->proxy_header && have > 0) {
+            in_port_t port = ntohs(c->peer.sin6_port);
+            int n = proxy_protocol_parse(buf, have, &c->peer.sin6_addr, &port);
+            if (n < 0) {
+                conn_close(c); /* not from our proxy: nobody to answer */
+                return;
+            }
+            if (n > 0) {
+                c->peer.sin6_port = htons(port);
+                c->proxy_header = false;
+                pos = (size_t)n;
+            }
+        }
+        while (pos < have && !c->proxy_header) {
             size_t used = 0;
             if (c->phase == PH_BODY) {
                 enum http_parse_result r = http_parse_body(&ps, buf + pos, have - pos, &used);

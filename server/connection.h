@@ -51,6 +51,7 @@ struct conn {
     bool close_after;                  /* close once the response in flight is sent */
     bool sending;                      /* a response is parked waiting for EPOLLOUT */
     bool head_deadline;                /* deadline counts from the start of this head */
+    bool proxy_header;                 /* a PROXY protocol header must come first */
     struct carry *in;                  /* unparsed input carried between events */
     struct carry *out;                 /* unsent response bytes */
     int file_fd;                       /* file being sent, -1 when none */
