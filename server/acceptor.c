@@ -21,7 +21,7 @@ static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_
 
 int acceptor_open(struct server *srv, struct listener *l)
 {
-    const struct listen_addr *la = l->addr;
+    const struct listen_addr *la = &l->addr;
     int fd = socket(la->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         fprintf(stderr, "lfhttpd: listen %s: socket: %s\n", la->text, strerror(errno));
@@ -71,7 +71,7 @@ void acceptor_resume(struct listener *l)
 {
     struct server *srv = l->srv;
     if (atomic_load_explicit(&srv->draining, memory_order_acquire) ||
-        atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= srv->cfg.max_connections)
+        atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed))
         return;
     int expected = 1;
     if (atomic_compare_exchange_strong(&l->paused, &expected, 0))
@@ -86,7 +86,7 @@ static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct 
     for (int i = 0; i < ACCEPT_BATCH; i++) {
         if (atomic_load_explicit(&srv->draining, memory_order_acquire))
             return; /* stop accepting: leave the listener disarmed */
-        if (atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= srv->cfg.max_connections) {
+        if (atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed)) {
             /* At the limit: pause; the next connection to close re-arms us. */
             atomic_store(&l->paused, 1);
             acceptor_resume(l); /* in case every connection closed meanwhile */

@@ -11,7 +11,7 @@
 #include "connection.h"
 #include "http_exchange.h"
 #include "netaddr.h"
-#include "server.h"
+#include "runtime.h"
 
 #define LINE_MAX_BYTES 8192
 
@@ -24,38 +24,38 @@ static int open_target(const char *target)
     return open(target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
-int access_log_open(struct server *srv)
+int access_log_open(struct runtime *rt)
 {
-    srv->access_fd = -1;
-    const char *t = srv->cfg.access_log;
+    rt->access_fd = -1;
+    const char *t = rt->cfg.access_log;
     if (!t[0] || !strcmp(t, "off"))
         return 0;
-    srv->access_fd = open_target(t);
-    if (srv->access_fd < 0) {
+    rt->access_fd = open_target(t);
+    if (rt->access_fd < 0) {
         fprintf(stderr, "lfhttpd: access log %s: %s\n", t, strerror(errno));
         return -1;
     }
     return 0;
 }
 
-int access_log_reopen(struct server *srv)
+int access_log_reopen(struct runtime *rt)
 {
-    const char *t = srv->cfg.access_log;
-    if (srv->access_fd < 0 || !strcmp(t, "stdout") || !strcmp(t, "stderr"))
+    const char *t = rt->cfg.access_log;
+    if (rt->access_fd < 0 || !strcmp(t, "stdout") || !strcmp(t, "stderr"))
         return 0;
     int fd = open_target(t);
     if (fd < 0)
         return -errno;
-    int rc = dup2(fd, srv->access_fd) < 0 ? -errno : 0;
+    int rc = dup2(fd, rt->access_fd) < 0 ? -errno : 0;
     close(fd);
     return rc;
 }
 
-void access_log_close(struct server *srv)
+void access_log_close(struct runtime *rt)
 {
-    if (srv->access_fd >= 0)
-        close(srv->access_fd);
-    srv->access_fd = -1;
+    if (rt->access_fd >= 0)
+        close(rt->access_fd);
+    rt->access_fd = -1;
 }
 
 struct line {
@@ -118,9 +118,10 @@ static void put_num(struct line *l, uint64_t v)
     put(l, num, fmt_u64(num, v));
 }
 
-void access_log_write(struct server *srv, const struct http_exchange *ex)
+void access_log_write(const struct http_exchange *ex)
 {
-    if (srv->access_fd < 0)
+    const struct runtime *rt = ex->rt;
+    if (rt->access_fd < 0)
         return;
     const struct http_request *req = ex->req;
     struct line l;
@@ -139,7 +140,7 @@ void access_log_write(struct server *srv, const struct http_exchange *ex)
     if (req)
         proto[7] = (char)('0' + req->http_minor);
 
-    if (srv->cfg.access_log_format == ALOG_JSON) {
+    if (rt->cfg.access_log_format == ALOG_JSON) {
         char ts[32];
         size_t tl = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
         PUT_LIT(&l, "{\"time\":\"");
@@ -200,6 +201,6 @@ void access_log_write(struct server *srv, const struct http_exchange *ex)
         PUT_LIT(&l, "\"");
     }
     l.buf[l.len++] = '\n';
-    ssize_t n = write(srv->access_fd, l.buf, l.len);
+    ssize_t n = write(rt->access_fd, l.buf, l.len);
     (void)n; /* a full disk must not take the server down */
 }

@@ -12,18 +12,19 @@
 #include <stdint.h>
 
 struct http_exchange;
-struct server;
+struct runtime;
 
 enum access_log_format { ALOG_COMBINED = 0, ALOG_JSON };
 
 /* Open the configured access log (cfg.access_log: a path, "stdout", "stderr" or "off").
  * Prints one line and returns -1 on failure. */
-int access_log_open(struct server *srv);
+int access_log_open(struct runtime *rt);
 /* Reopen the log file (SIGUSR1); 0 or -errno. No-op for stdout/stderr/off. */
-int access_log_reopen(struct server *srv);
-void access_log_close(struct server *srv);
+int access_log_reopen(struct runtime *rt);
+void access_log_close(struct runtime *rt);
 
-/* Log one answered exchange. `req` may be NULL (a request that failed to parse). */
-void access_log_write(struct server *srv, const struct http_exchange *ex);
+/* Log one answered exchange (under its runtime). `ex->req` may be NULL (a request that failed
+ * to parse). */
+void access_log_write(const struct http_exchange *ex);
 
 #endif

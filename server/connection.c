@@ -25,6 +25,7 @@
 #include "netaddr.h"
 #include "proxy_protocol.h"
 #include "router.h"
+#include "runtime.h"
 #include "server.h"
 #include "thread_pool.h"
 #include "transport.h"
@@ -51,6 +52,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     c->eh.fd = fd;
     c->eh.ops = &conn_ops;
     c->srv = srv;
+    c->rt = server_runtime(srv);
     c->tp = &transport_plain;
     c->listener = l;
     c->file_fd = -1;
@@ -65,7 +67,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         memcpy(&c->peer.sin6_addr.s6_addr[12], &in4->sin_addr, 4);
     }
     http_parser_init(&c->parser);
-    c->proxy_header = l->addr->proxy_protocol;
+    c->proxy_header = l->addr.proxy_protocol;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
@@ -76,7 +78,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     srv->conns = c;
     pthread_mutex_unlock(&srv->conns_lock);
 
-    atomic_store_explicit(&c->deadline, now_ms() + srv->cfg.timeout_header, memory_order_relaxed);
+    atomic_store_explicit(&c->deadline, now_ms() + c->rt->cfg.timeout_header, memory_order_relaxed);
     atomic_store_explicit(&c->armed, ARMED_IDLE, memory_order_release);
     int rc = hs_add(&srv->hs, &c->eh, EPOLLIN);
     if (rc < 0) {
@@ -91,8 +93,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         if (c->next)
             c->next->prev = c->prev;
         pthread_mutex_unlock(&srv->conns_lock);
-        close(fd);
-        free(c);
+        conn_free_stopped(c);
         server_conn_closed(srv);
         return rc;
     }
@@ -126,12 +127,18 @@ static void conn_close(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&srv->conns_lock);
+    conn_free_stopped(c);
+    server_conn_closed(srv);
+}
+
+void conn_free_stopped(struct conn *c)
+{
     close(c->eh.fd);
     conn_drop_file(c);
     carry_put(c->in);
     carry_put(c->out);
+    runtime_unref(c->rt);
     free(c);
-    server_conn_closed(srv);
 }
 
 /* Hand the connection back to the handle set. `kind` is ARMED_BUSY or ARMED_IDLE; the deadline
@@ -402,6 +409,7 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
         .conn = c,
         .w = w,
         .srv = srv,
+        .rt = c->rt,
         .req = req,
         .date = thread_date(w),
         .head_only = req->method == HTTP_HEAD,
@@ -412,8 +420,8 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
      * the body's framing is in doubt: close after the response. */
     if (body_follows && req->expect_continue)
         ex.keep_alive = false;
-    netaddr_real_client(&srv->cfg.trusted_proxies, &c->peer.sin6_addr, req, &ex.client_addr);
-    int status = router_dispatch(srv, &ex);
+    netaddr_real_client(&c->rt->cfg.trusted_proxies, &c->peer.sin6_addr, req, &ex.client_addr);
+    int status = router_dispatch(&ex);
     /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
      * sendfile): the promised length cannot be kept, so the connection must close. */
     int rc = status < 0 ? -1 : 0;
@@ -423,7 +431,7 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
         if (rc == -1)
             rc = ex_send_error(&ex, status);
     }
-    access_log_write(srv, &ex);
+    access_log_write(&ex);
     c->requests++;
     if (!ex.keep_alive)
         c->close_after = true;
@@ -434,12 +442,12 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
 static int serve_parse_error(struct conn *c, struct worker *w, int status)
 {
     struct http_exchange ex = {
-        .conn = c, .w = w, .srv = c->srv, .req = NULL, .date = thread_date(w),
+        .conn = c, .w = w, .srv = c->srv, .rt = c->rt, .req = NULL, .date = thread_date(w),
         .keep_alive = false, .client_addr = c->peer.sin6_addr,
     };
     c->close_after = true;
     int rc = ex_send_error(&ex, status);
-    access_log_write(c->srv, &ex);
+    access_log_write(&ex);
     return rc;
 }
 
@@ -456,7 +464,7 @@ static bool stash_input(struct conn *c, const char *buf, size_t len)
 static void conn_serve(struct conn *c, struct worker *w)
 {
     struct server *srv = c->srv;
-    const struct config *cfg = &srv->cfg;
+    const struct config *cfg = &c->rt->cfg;
     char buf[READ_BUF_SIZE];
     struct http_request req;
     struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req };
@@ -502,6 +510,14 @@ static void conn_serve(struct conn *c, struct worker *w)
                     return;
                 }
                 continue;
+            }
+            if (atomic_load_explicit(&srv->rt, memory_order_relaxed) != c->rt) {
+                /* Reloaded: the next request runs under the new configuration. */
+                struct runtime *old = c->rt;
+                c->rt = server_runtime(srv);
+                runtime_unref(old);
+                cfg = &c->rt->cfg;
+                ps.cfg = cfg;
             }
             enum http_parse_result r = http_parse_head(&ps, buf + pos, have - pos, &used);
             if (r == HTTP_PARSE_INCOMPLETE)
@@ -605,7 +621,7 @@ static void conn_on_event(struct event_handler *eh, uint32_t events, struct work
     if (c->sending) {
         int rc = conn_flush(c, w);
         if (rc == -EAGAIN) {
-            conn_arm(c, EPOLLOUT, ARMED_BUSY, c->srv->cfg.timeout_send, false);
+            conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
             return;
         }
         if (rc < 0) {

@@ -20,6 +20,7 @@
 
 struct carry;
 struct listener;
+struct runtime;
 struct server;
 struct transport_ops;
 struct worker;
@@ -41,6 +42,7 @@ enum {
 struct conn {
     struct event_handler eh;           /* first member */
     struct server *srv;
+    struct runtime *rt;                /* configuration generation of the current request */
     const struct transport_ops *tp;
     const struct listener *listener;
     struct conn *prev, *next;          /* server's connection list, under conns_lock */
@@ -68,6 +70,9 @@ struct conn {
 /* Create a connection for an accepted socket and register it; closes `fd` on failure. */
 int conn_create(struct server *srv, const struct listener *l, int fd,
                 const struct sockaddr_storage *peer);
+
+/* Free a connection after the pool has stopped (no epoll, no list, no counters). */
+void conn_free_stopped(struct conn *c);
 
 /* Expire connections (timer sweep): those past their deadline, and with `idle_too` all idle
  * keep-alive ones (draining); `all`: every waiting connection (drain deadline). */

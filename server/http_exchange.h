@@ -18,6 +18,7 @@
 
 struct conn;
 struct loc_conf;
+struct runtime;
 struct server;
 struct worker;
 
@@ -25,6 +26,7 @@ struct http_exchange {
     struct conn *conn;
     struct worker *w;
     struct server *srv;
+    struct runtime *rt;     /* the configuration generation this request runs under */
     const struct http_request *req;
     const struct loc_conf *loc; /* the location that matched (set by the router) */
     const char *date;       /* IMF-fixdate of now, cached per thread */

@@ -37,7 +37,11 @@ int log_open(const char *target)
         return -1;
     }
     snprintf(log_path, sizeof(log_path), "%s", target);
-    log_fd = fd;
+    /* Whatever is printed on stderr from now on (a configuration error found by a reload, say)
+     * lands in the error log too. */
+    dup2(fd, 2);
+    close(fd);
+    log_fd = 2;
     return 0;
 }
 

@@ -1,4 +1,5 @@
 /* main.c — lfhttpd entry point: configuration, server start-up, run, ordered shutdown. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,21 +20,20 @@ int main(int argc, char **argv)
     }
     log_init((enum log_level)cfg.log_level, 2);
 
+    /* The configuration's allocations now belong to the server's first runtime. */
+    bool test_only = cfg.test_only;
+    const char *file = cfg.config_file;
     static struct server srv;
-    if (server_init(&srv, &cfg) < 0) {
+    if (server_init(&srv, &cfg, argc, argv) < 0) {
         server_destroy(&srv);
-        config_free(&cfg);
         return 2;
     }
-    if (cfg.test_only) {
-        fprintf(stderr, "lfhttpd: configuration %s is valid\n",
-                cfg.config_file ? cfg.config_file : "(command line)");
+    if (test_only) {
+        fprintf(stderr, "lfhttpd: configuration %s is valid\n", file ? file : "(command line)");
         server_destroy(&srv);
-        config_free(&cfg);
         return 0;
     }
     server_run(&srv);
     server_destroy(&srv);
-    config_free(&cfg);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "handler.h"
 #include "http_exchange.h"
 #include "path.h"
+#include "runtime.h"
 #include "server.h"
 #include "site.h"
 
@@ -38,9 +39,9 @@ open:
     return 0;
 }
 
-static int init_location(struct server *srv, struct loc_conf *lc)
+static int init_location(struct server *srv, struct runtime *rt, struct loc_conf *lc)
 {
-    if (open_root(&srv->cfg.sites, lc) < 0)
+    if (open_root(&rt->cfg.sites, lc) < 0)
         return -1;
     if (lc->auth_realm[0]) {
         if (!lc->auth_file) {
@@ -65,24 +66,24 @@ static int init_location(struct server *srv, struct loc_conf *lc)
     return 0;
 }
 
-int router_init(struct server *srv)
+int router_init(struct server *srv, struct runtime *rt)
 {
-    struct site_set *ss = &srv->cfg.sites;
+    struct site_set *ss = &rt->cfg.sites;
     for (unsigned i = 0; i < ss->nsites; i++) {
         struct site *s = &ss->sites[i];
-        if (init_location(srv, &s->base) < 0)
+        if (init_location(srv, rt, &s->base) < 0)
             return -1;
         for (unsigned j = 0; j < s->nlocs; j++)
-            if (init_location(srv, &s->locs[j]) < 0)
+            if (init_location(srv, rt, &s->locs[j]) < 0)
                 return -1;
     }
     return 0;
 }
 
-int router_dispatch(struct server *srv, struct http_exchange *ex)
+int router_dispatch(struct http_exchange *ex)
 {
     const struct http_request *req = ex->req;
-    const struct site *site = site_select(&srv->cfg.sites, req->host);
+    const struct site *site = site_select(&ex->rt->cfg.sites, req->host);
     if (req->path.len == 1 && req->path.ptr[0] == '*') {
         /* OPTIONS * : about the server itself */
         ex->loc = &site->base;
@@ -124,9 +125,9 @@ static void destroy_location(struct loc_conf *lc, struct site_set *ss)
     }
 }
 
-void router_destroy(struct server *srv)
+void router_destroy(struct runtime *rt)
 {
-    struct site_set *ss = &srv->cfg.sites;
+    struct site_set *ss = &rt->cfg.sites;
     for (unsigned i = 0; i < ss->nsites; i++) {
         struct site *s = &ss->sites[i];
         destroy_location(&s->base, ss);

@@ -8,14 +8,15 @@
 #include <stddef.h>
 
 struct http_exchange;
+struct runtime;
 struct server;
 
-/* Open each location's root and create its handler instance. Prints one line, returns -1 on
- * failure. */
-int router_init(struct server *srv);
+/* Open each location's root and create its handler instance, for runtime `rt`. Prints one
+ * line, returns -1 on failure. */
+int router_init(struct server *srv, struct runtime *rt);
 /* Normalise the request path, pick site and location, run the handler. Returns what the
  * handler returned (0 = answered, or an error status for the core to answer). */
-int router_dispatch(struct server *srv, struct http_exchange *ex);
-void router_destroy(struct server *srv);
+int router_dispatch(struct http_exchange *ex);
+void router_destroy(struct runtime *rt);
 
 #endif

@@ -4,7 +4,8 @@
  * are processed by whichever pool thread leads when they fire:
  *   - a timerfd ticking every TICK_MS: expires connections past their deadline (the sweep),
  *     re-arms paused listeners, and enforces the drain deadline;
- *   - a signalfd for SIGINT/SIGTERM: starts the graceful drain;
+ *   - a signalfd: SIGINT/SIGTERM start the graceful drain, SIGHUP reloads the configuration,
+ *     SIGUSR1 reopens the log files;
  *   - an eventfd that wakes the leader out of epoll_wait when the pool stops. */
 #include "server.h"
 
@@ -27,10 +28,9 @@
 #include "acceptor.h"
 #include "carry.h"
 #include "connection.h"
-#include "file_cache.h"
 #include "log.h"
-#include "mime.h"
 #include "router.h"
+#include "runtime.h"
 
 #define TICK_MS 250
 
@@ -74,9 +74,10 @@ void server_begin_drain(struct server *srv)
     bool expected = false;
     if (!atomic_compare_exchange_strong(&srv->draining, &expected, true))
         return;
-    atomic_store(&srv->drain_deadline, now_ms() + srv->cfg.drain_timeout);
+    unsigned timeout = atomic_load(&srv->drain_timeout);
+    atomic_store(&srv->drain_deadline, now_ms() + timeout);
     log_notice("draining: stopped accepting, %u connection(s) open, deadline %u ms",
-               atomic_load(&srv->nconns), srv->cfg.drain_timeout);
+               atomic_load(&srv->nconns), timeout);
     for (unsigned i = 0; i < srv->nlisteners; i++) {
         hs_del(&srv->hs, &srv->listeners[i].eh);
         /* Refuse new connections now; the fd itself stays valid until exit, so an acceptor
@@ -117,8 +118,13 @@ static void on_signal(struct event_handler *eh, uint32_t events, struct worker *
             log_notice("%s received: shutting down gracefully",
                        si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
             server_begin_drain(srv);
+        } else if (si.ssi_signo == SIGHUP) {
+            log_notice("SIGHUP received: reloading the configuration");
+            server_reload(srv);
         } else if (si.ssi_signo == SIGUSR1) {
-            int a = access_log_reopen(srv), e = log_reopen();
+            struct runtime *rt = server_runtime(srv);
+            int a = access_log_reopen(rt), e = log_reopen();
+            runtime_unref(rt);
             if (a < 0 || e < 0)
                 log_error("SIGUSR1: reopening logs failed: %s", strerror(a < 0 ? -a : -e));
             else
@@ -192,47 +198,79 @@ static int drop_privileges(const struct config *cfg)
     return 0;
 }
 
-int server_init(struct server *srv, const struct config *cfg)
+struct runtime *server_runtime(struct server *srv)
+{
+    pthread_mutex_lock(&srv->rt_lock);
+    struct runtime *rt = atomic_load_explicit(&srv->rt, memory_order_acquire);
+    runtime_ref(rt);
+    pthread_mutex_unlock(&srv->rt_lock);
+    return rt;
+}
+
+/* Publish `rt` as the current runtime (taking over the caller's reference) and release the
+ * previous one; connections still using it keep it alive until their requests finish. */
+static void publish_runtime(struct server *srv, struct runtime *rt)
+{
+    atomic_store(&srv->max_connections, rt->cfg.max_connections);
+    atomic_store(&srv->drain_timeout, rt->cfg.drain_timeout);
+    pthread_mutex_lock(&srv->rt_lock);
+    struct runtime *old = atomic_exchange_explicit(&srv->rt, rt, memory_order_acq_rel);
+    pthread_mutex_unlock(&srv->rt_lock);
+    runtime_unref(old);
+}
+
+static bool same_listener(const struct listen_addr *a, const struct listen_addr *b)
+{
+    return a->sslen == b->sslen && !memcmp(&a->ss, &b->ss, a->sslen) &&
+           a->proxy_protocol == b->proxy_protocol;
+}
+
+/* Open (bind) a listener slot for `la`. Returns the listener or NULL (message printed). */
+static struct listener *open_listener(struct server *srv, const struct listen_addr *la)
+{
+    if (srv->nlisteners == SERVER_MAX_LISTENERS) {
+        fprintf(stderr, "lfhttpd: too many listeners over the server's lifetime (%d)\n",
+                SERVER_MAX_LISTENERS);
+        return NULL;
+    }
+    struct listener *l = &srv->listeners[srv->nlisteners];
+    memset(l, 0, sizeof(*l));
+    l->addr = *la;
+    l->eh.fd = -1;
+    if (acceptor_open(srv, l) < 0)
+        return NULL;
+    srv->nlisteners++;
+    return l;
+}
+
+int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
 {
     memset(srv, 0, sizeof(*srv));
-    srv->cfg = *cfg; /* shallow: the site set is owned by the caller's config */
-    srv->access_fd = -1;
     srv->hs.epfd = -1;
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
+    srv->argc = argc;
+    srv->argv = argv;
     pthread_mutex_init(&srv->conns_lock, NULL);
+    pthread_mutex_init(&srv->rt_lock, NULL);
     srv->started = time(NULL);
 
-    char err[512] = "";
-    srv->mime = mime_table_load(cfg->mime_file[0] ? cfg->mime_file : NULL, err, sizeof(err));
-    if (!srv->mime) {
-        fprintf(stderr, "%s\n", err);
+    bool test_only = cfg->test_only;
+    struct runtime *rt = runtime_build(srv, cfg, ++srv->generation);
+    if (!rt)
         return -1;
-    }
-    srv->fc = fc_create(cfg->file_cache_entries, cfg->file_cache_size, cfg->file_cache_valid,
-                        srv->mime);
-    if (!srv->fc) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        return -1;
-    }
-    if (router_init(srv) < 0)
-        return -1;
-
-    if (cfg->test_only)
+    publish_runtime(srv, rt);
+    if (test_only)
         return 0; /* -t: the configuration is valid; bind nothing */
+    const struct config *c = &rt->cfg;
 
     int rc = hs_init(&srv->hs);
     if (rc < 0) {
         fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
         return -1;
     }
-    for (unsigned i = 0; i < cfg->nlisten; i++) {
-        struct listener *l = &srv->listeners[i];
-        l->addr = &srv->cfg.listen[i];
-        l->eh.fd = -1;
-        if (acceptor_open(srv, l) < 0)
+    for (unsigned i = 0; i < c->nlisten; i++)
+        if (!open_listener(srv, &c->listen[i]))
             return -1;
-        srv->nlisteners++;
-    }
 
     /* Signals are taken from a signalfd in the handle set; block them in every thread (the
      * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
@@ -240,6 +278,7 @@ int server_init(struct server *srv, const struct config *cfg)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
@@ -256,12 +295,12 @@ int server_init(struct server *srv, const struct config *cfg)
     if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
         return -1;
 
-    if (log_open(cfg->error_log) < 0 || access_log_open(srv) < 0)
+    if (log_open(c->error_log) < 0)
         return -1;
-    if (drop_privileges(cfg) < 0)
+    if (drop_privileges(c) < 0)
         return -1;
 
-    rc = tp_init(&srv->pool, srv, &srv->hs, cfg->threads, cfg->batch);
+    rc = tp_init(&srv->pool, srv, &srv->hs, c->threads, c->batch);
     if (rc < 0) {
         fprintf(stderr, "lfhttpd: thread pool: %s\n", strerror(-rc));
         return -1;
@@ -276,31 +315,92 @@ int server_init(struct server *srv, const struct config *cfg)
     return 0;
 }
 
+void server_reload(struct server *srv)
+{
+    if (atomic_load(&srv->draining))
+        return;
+    static struct config cfg; /* only the thread handling SIGHUP touches it, one at a time */
+    if (config_from_args(&cfg, srv->argc, srv->argv) != CONFIG_OK) {
+        log_error("SIGHUP: configuration not reloaded (see the line above); keeping generation %u",
+                  srv->generation);
+        return;
+    }
+    struct runtime *cur = server_runtime(srv);
+    if (cfg.threads != cur->cfg.threads || cfg.batch != cur->cfg.batch ||
+        strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
+        strcmp(cfg.error_log, cur->cfg.error_log))
+        log_warn("SIGHUP: threads, leader_batch, user, group and error_log take effect only "
+                 "after a restart");
+    struct runtime *rt = runtime_build(srv, &cfg, srv->generation + 1);
+    if (!rt) {
+        runtime_unref(cur);
+        log_error("SIGHUP: configuration not reloaded (see the line above); keeping generation %u",
+                  srv->generation);
+        return;
+    }
+
+    /* Listeners: open the new ones first, so that a failure leaves everything as it was. */
+    unsigned first_new = srv->nlisteners;
+    for (unsigned i = 0; i < rt->cfg.nlisten; i++) {
+        bool have = false;
+        for (unsigned j = 0; j < first_new && !have; j++)
+            have = !srv->listeners[j].closed && same_listener(&srv->listeners[j].addr, &rt->cfg.listen[i]);
+        if (!have && !open_listener(srv, &rt->cfg.listen[i])) {
+            for (unsigned j = first_new; j < srv->nlisteners; j++)
+                close(srv->listeners[j].eh.fd);
+            srv->nlisteners = first_new;
+            runtime_unref(rt);
+            runtime_unref(cur);
+            log_error("SIGHUP: configuration not reloaded (see the line above); keeping "
+                      "generation %u", srv->generation);
+            return;
+        }
+    }
+    for (unsigned j = 0; j < first_new; j++) {
+        struct listener *l = &srv->listeners[j];
+        bool keep = false;
+        for (unsigned i = 0; i < rt->cfg.nlisten && !keep; i++)
+            keep = same_listener(&l->addr, &rt->cfg.listen[i]);
+        if (!keep && !l->closed) {
+            /* Refuse new connections; the fd stays open (an acceptor may be running on it). */
+            l->closed = true;
+            hs_del(&srv->hs, &l->eh);
+            shutdown(l->eh.fd, SHUT_RDWR);
+            log_notice("SIGHUP: stopped listening on %s", l->url);
+        }
+    }
+    for (unsigned j = first_new; j < srv->nlisteners; j++) {
+        if (acceptor_start(&srv->listeners[j]) < 0)
+            log_error("SIGHUP: cannot watch %s", srv->listeners[j].url);
+        else
+            log_notice("listening on %s", srv->listeners[j].url);
+    }
+    srv->generation = rt->generation;
+    runtime_unref(cur);
+    publish_runtime(srv, rt);
+    log_notice("SIGHUP: configuration reloaded (generation %u)", srv->generation);
+}
+
 void server_run(struct server *srv)
 {
     for (unsigned i = 0; i < srv->nlisteners; i++)
         log_notice("listening on %s", srv->listeners[i].url);
+    struct runtime *rt = server_runtime(srv);
     log_notice("lfhttpd serving %s with %u threads (leader/followers)",
-               srv->cfg.sites.sites[0].base.root, srv->pool.nthreads);
+               rt->cfg.sites.sites[0].base.root, srv->pool.nthreads);
+    runtime_unref(rt);
     tp_run(&srv->pool);
     log_notice("stopped");
 }
 
 void server_destroy(struct server *srv)
 {
-    /* The pool has stopped: no thread runs a handler any more. Close what is left (connections
+    /* The pool has stopped: no thread runs a handler any more. Free what is left (connections
      * still open when the drain deadline passed). */
     while (srv->conns) {
         struct conn *c = srv->conns;
         srv->conns = c->next;
-        close(c->eh.fd);
-        if (c->file_fd >= 0 && c->file_release)
-            c->file_release(c->file_ref);
-        else if (c->file_fd >= 0)
-            close(c->file_fd);
-        carry_put(c->in);
-        carry_put(c->out);
-        free(c);
+        conn_free_stopped(c);
     }
     for (unsigned i = 0; i < srv->nlisteners; i++)
         close(srv->listeners[i].eh.fd);
@@ -313,10 +413,8 @@ void server_destroy(struct server *srv)
     if (srv->pool.workers)
         tp_destroy(&srv->pool);
     hs_close(&srv->hs);
-    router_destroy(srv);
-    access_log_close(srv);
-    fc_destroy(srv->fc);
-    mime_table_free(srv->mime);
+    runtime_unref(atomic_exchange(&srv->rt, NULL));
     pthread_mutex_destroy(&srv->conns_lock);
+    pthread_mutex_destroy(&srv->rt_lock);
     carry_pool_release();
 }

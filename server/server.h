@@ -1,7 +1,8 @@
 /* server.h — the server object: the one process-wide mutable thing.
  *
- * Holds the immutable configuration, the handle set, the Leader/Followers pool, the listeners,
- * the list of live connections (for timeouts and draining) and the lifecycle flags. */
+ * Holds the current runtime (the configuration generation, runtime.h), the handle set, the
+ * Leader/Followers pool, the listeners, the list of live connections (for timeouts and
+ * draining) and the lifecycle flags. */
 #ifndef LF_SERVER_H
 #define LF_SERVER_H
 
@@ -16,15 +17,17 @@
 #include "thread_pool.h"
 
 struct conn;
-struct file_cache;
-struct mime_table;
+struct runtime;
+
+#define SERVER_MAX_LISTENERS 64 /* slots, including listeners closed by reloads */
 
 struct listener {
     struct event_handler eh;     /* first member: data.ptr of its epoll registration */
     struct server *srv;
-    const struct listen_addr *addr;
+    struct listen_addr addr;     /* as configured */
     char url[96];                /* "http://127.0.0.1:8080", with the bound port */
     _Atomic int paused;          /* 1: not re-armed (connection limit or EMFILE) */
+    bool closed;                 /* removed by a reload: shut down, fd kept until exit */
 };
 
 struct server_handle {
@@ -33,18 +36,22 @@ struct server_handle {
 };
 
 struct server {
-    struct config cfg;           /* immutable after start-up */
-    struct mime_table *mime;
-    struct file_cache *fc;       /* open-file cache shared by all static locations */
-    int access_fd;               /* -1 when the access log is off */
+    _Atomic(struct runtime *) rt; /* the current configuration generation */
+    pthread_mutex_t rt_lock;     /* serialises taking a reference with publishing a new one */
+    unsigned generation;
+    int argc;                    /* the command line, parsed again on reload */
+    char **argv;
+    /* Copies of the current runtime's settings that code without a runtime reference reads. */
+    _Atomic unsigned max_connections;
+    _Atomic unsigned drain_timeout;
 
     struct handle_set hs;
     struct thread_pool pool;
-    struct listener listeners[CONFIG_MAX_LISTEN];
+    struct listener listeners[SERVER_MAX_LISTENERS];
     unsigned nlisteners;
 
     struct server_handle timer;  /* timerfd: timeouts, draining, resuming paused listeners */
-    struct server_handle signals;/* signalfd: SIGINT, SIGTERM */
+    struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1 */
     struct server_handle stop;   /* eventfd: wakes the leader when the pool stops */
 
     pthread_mutex_t conns_lock;  /* guards the connection list (not the connections) */
@@ -56,9 +63,15 @@ struct server {
     time_t started;
 };
 
-/* Build the server from `cfg` (takes a copy): open the root, bind listeners, create the handle
- * set and the pool. Prints one line and returns -1 on failure. */
-int server_init(struct server *srv, const struct config *cfg);
+/* Build the server from `cfg` (whose allocations the first runtime takes over): open roots,
+ * bind listeners, open logs, drop privileges, create the handle set and the pool. With
+ * cfg->test_only, only validate. argc/argv are kept for reloads. Prints one line and returns
+ * -1 on failure. */
+int server_init(struct server *srv, struct config *cfg, int argc, char **argv);
+/* SIGHUP: parse the configuration again and publish it; on any error keep the current one. */
+void server_reload(struct server *srv);
+/* A reference to the current runtime (the caller must runtime_unref it). */
+struct runtime *server_runtime(struct server *srv);
 /* Run the pool until the server has drained and stopped. */
 void server_run(struct server *srv);
 void server_destroy(struct server *srv);
