@@ -13,7 +13,11 @@
 #include "netaddr.h"
 #include "runtime.h"
 
-#define LINE_MAX_BYTES 8192
+#define LINE_MAX_BYTES 16384
+/* Longest escaped output of one request-controlled field; longer ones are cut (to a prefix).
+ * With the fields' budgets below, a line can never outgrow LINE_MAX_BYTES. */
+#define FIELD_TARGET 4096
+#define FIELD_OTHER 2048
 
 static int open_target(const char *target)
 {
@@ -72,15 +76,19 @@ static void put(struct line *l, const char *s, size_t n)
 }
 #define PUT_LIT(l, lit) put((l), (lit), sizeof(lit) - 1)
 
-/* A request-controlled field for CLF: nginx's escaping, "-" when empty or absent. */
-static void put_clf(struct line *l, struct strview v)
+/* A request-controlled field for CLF: nginx's escaping, "-" when empty or absent, at most
+ * `budget` bytes of output. */
+static void put_clf(struct line *l, struct strview v, size_t budget)
 {
     if (!v.ptr || !v.len) {
         put(l, "-", 1);
         return;
     }
     static const char hex[] = "0123456789ABCDEF";
+    size_t start = l->len;
     for (size_t i = 0; i < v.len; i++) {
+        if (l->len - start + 4 > budget)
+            return; /* shortened: still a prefix of the escaped field */
         unsigned char c = (unsigned char)v.ptr[i];
         if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
             char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
@@ -91,13 +99,16 @@ static void put_clf(struct line *l, struct strview v)
     }
 }
 
-/* A JSON string; bytes >= 0x80 are escaped as \u00XX so the line is valid JSON even when the
- * input is not UTF-8. */
-static void put_json(struct line *l, struct strview v)
+/* A JSON string of at most `budget` bytes of output; bytes >= 0x80 are escaped as \u00XX so
+ * the line is valid JSON even when the input is not UTF-8. */
+static void put_json(struct line *l, struct strview v, size_t budget)
 {
     static const char hex[] = "0123456789abcdef";
     put(l, "\"", 1);
+    size_t start = l->len;
     for (size_t i = 0; v.ptr && i < v.len; i++) {
+        if (l->len - start + 6 > budget)
+            break; /* shortened: still a prefix of the escaped field */
         unsigned char c = (unsigned char)v.ptr[i];
         if (c == '"' || c == '\\') {
             char esc[2] = { '\\', (char)c };
@@ -148,23 +159,23 @@ void access_log_write(const struct http_exchange *ex)
         PUT_LIT(&l, "\",\"remote_addr\":\"");
         put(&l, addr, alen);
         PUT_LIT(&l, "\",\"remote_user\":");
-        put_json(&l, user);
+        put_json(&l, user, 256);
         PUT_LIT(&l, ",\"method\":");
-        put_json(&l, method);
+        put_json(&l, method, 64);
         PUT_LIT(&l, ",\"uri\":");
-        put_json(&l, target);
+        put_json(&l, target, FIELD_TARGET);
         PUT_LIT(&l, ",\"protocol\":");
-        put_json(&l, req ? (struct strview){ proto, 8 } : SV_NULL);
+        put_json(&l, req ? (struct strview){ proto, 8 } : SV_NULL, 16);
         PUT_LIT(&l, ",\"host\":");
-        put_json(&l, req ? req->host : SV_NULL);
+        put_json(&l, req ? req->host : SV_NULL, 512);
         PUT_LIT(&l, ",\"status\":");
         put_num(&l, (uint64_t)ex->status);
         PUT_LIT(&l, ",\"bytes\":");
         put_num(&l, ex->body_bytes);
         PUT_LIT(&l, ",\"referer\":");
-        put_json(&l, referer);
+        put_json(&l, referer, FIELD_OTHER);
         PUT_LIT(&l, ",\"user_agent\":");
-        put_json(&l, ua);
+        put_json(&l, ua, FIELD_OTHER);
         PUT_LIT(&l, "}");
     } else {
         static const char *const mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -174,14 +185,14 @@ void access_log_write(const struct http_exchange *ex)
                           mon[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
         put(&l, addr, alen);
         PUT_LIT(&l, " - ");
-        put_clf(&l, user);
+        put_clf(&l, user, 256);
         PUT_LIT(&l, " [");
         put(&l, ts, (size_t)tl);
         PUT_LIT(&l, "] \"");
         if (req) {
-            put_clf(&l, method);
+            put_clf(&l, method, 64);
             PUT_LIT(&l, " ");
-            put_clf(&l, target);
+            put_clf(&l, target, FIELD_TARGET);
             PUT_LIT(&l, " ");
             put(&l, proto, 8);
         } else {
@@ -195,9 +206,9 @@ void access_log_write(const struct http_exchange *ex)
         else
             PUT_LIT(&l, "-");
         PUT_LIT(&l, " \"");
-        put_clf(&l, referer);
+        put_clf(&l, referer, FIELD_OTHER);
         PUT_LIT(&l, "\" \"");
-        put_clf(&l, ua);
+        put_clf(&l, ua, FIELD_OTHER);
         PUT_LIT(&l, "\"");
     }
     l.buf[l.len++] = '\n';

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -165,6 +166,28 @@ static int parse_number(const char *s, enum dir_kind kind, uint64_t *out)
     return 0;
 }
 
+/* Files named by directives are checked where they are named, so that the error can say
+ * FILE:LINE (they are opened for real later, when the runtime is built). */
+static int check_file(const char *where, const char *name, const char *path)
+{
+    if (!strcmp(name, "mime_types")) {
+        if (access(path, R_OK) < 0) {
+            fprintf(stderr, "%s: mime_types %s: %s\n", where, path, strerror(errno));
+            return -1;
+        }
+    } else if (!strcmp(name, "access_log") || !strcmp(name, "error_log")) {
+        if (!strcmp(path, "off") || !strcmp(path, "stdout") || !strcmp(path, "stderr"))
+            return 0;
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            fprintf(stderr, "%s: %s %s: %s\n", where, name, path, strerror(errno));
+            return -1;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
 /* Apply one process-wide directive. `where` prefixes error messages ("FILE:LINE" or
  * "--flag"). */
 static int apply_directive(struct config *cfg, const char *where, const char *name, char **args,
@@ -212,6 +235,8 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
             fprintf(stderr, "%s: '%s' value too long\n", where, name);
             return -1;
         }
+        if (check_file(where, name, args[0]) < 0)
+            return -1;
         snprintf(base + d->offset, PATH_MAX, "%s", args[0]);
         return 0;
     case D_LOGLEVEL: {
@@ -493,7 +518,7 @@ static bool is_number(const char *s)
     return s && *s && strspn(s, "0123456789") == strlen(s);
 }
 
-enum config_result config_from_args(struct config *cfg, int argc, char **argv)
+static enum config_result parse_args(struct config *cfg, int argc, char **argv)
 {
     config_defaults(cfg);
 
@@ -603,4 +628,12 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
         cfg->threads = n > 0 ? (unsigned)n : 1;
     }
     return CONFIG_OK;
+}
+
+enum config_result config_from_args(struct config *cfg, int argc, char **argv)
+{
+    enum config_result r = parse_args(cfg, argc, argv);
+    if (r != CONFIG_OK)
+        config_free(cfg); /* nothing half-built outlives a failed parse */
+    return r;
 }

@@ -107,6 +107,8 @@ bool cidr_list_match(const struct cidr_list *l, const struct in6_addr *a)
 /* One address of a Forwarded "for=" value: 192.0.2.60, "192.0.2.60:80", "[2001:db8::1]:80". */
 static bool parse_forwarded_for(struct strview v, struct in6_addr *out)
 {
+    if (!v.ptr || !v.len)
+        return false; /* no for=, or "unknown" / an obfuscated identifier: not an address */
     if (v.len >= 2 && v.ptr[0] == '"' && v.ptr[v.len - 1] == '"') {
         v.ptr++;
         v.len -= 2;
@@ -135,19 +137,11 @@ static struct strview forwarded_for(struct strview elem)
     return SV_NULL;
 }
 
-void netaddr_real_client(const struct cidr_list *trusted, const struct in6_addr *peer,
-                         const struct http_request *req, struct in6_addr *out)
+/* Walk one header line's list from its right end. Returns false when the walk must stop (an
+ * untrusted or malformed entry was reached), true when every entry was a trusted proxy. */
+static bool walk_list(const struct cidr_list *trusted, struct strview h, bool fwd,
+                      struct in6_addr *out)
 {
-    *out = *peer;
-    if (!trusted->n || !cidr_list_match(trusted, peer))
-        return;
-    struct strview h = HTTP_HEADER(req, "forwarded");
-    bool fwd = h.ptr != NULL;
-    if (!fwd)
-        h = HTTP_HEADER(req, "x-forwarded-for");
-    if (!h.ptr)
-        return;
-    /* Walk the list from its right end: each hop appended the address it received from. */
     size_t end = h.len;
     while (end > 0) {
         size_t start = end;
@@ -158,10 +152,30 @@ void netaddr_real_client(const struct cidr_list *trusted, const struct in6_addr 
         bool ok = fwd ? parse_forwarded_for(forwarded_for(item), &a)
                       : netaddr_parse(item.ptr, item.len, &a);
         if (!ok)
-            return;
+            return false;
         *out = a;
         if (!cidr_list_match(trusted, &a))
-            return;
+            return false;
         end = start ? start - 1 : 0;
+    }
+    return true;
+}
+
+void netaddr_real_client(const struct cidr_list *trusted, const struct in6_addr *peer,
+                         const struct http_request *req, struct in6_addr *out)
+{
+    *out = *peer;
+    if (!trusted->n || !cidr_list_match(trusted, peer))
+        return;
+    bool fwd = HTTP_HEADER(req, "forwarded").ptr != NULL;
+    const char *name = fwd ? "forwarded" : "x-forwarded-for";
+    size_t nlen = strlen(name);
+    /* Several lines of the same field form one list, in order (RFC 9110 5.3): walk the last
+     * line first, each from its right end, each hop having appended what it received from. */
+    for (unsigned i = req->nheaders; i-- > 0;) {
+        if (!sv_case_eq(req->headers[i].name, name, nlen))
+            continue;
+        if (!walk_list(trusted, req->headers[i].value, fwd, out))
+            return;
     }
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char *xstrdup(const char *s)
 {
@@ -168,6 +170,12 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
     }
     const char *v = args[0];
     if (!strcmp(name, "root")) {
+        struct stat st;
+        int rc = stat(v, &st);
+        if (rc < 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "%s: root %s: %s\n", where, v, rc < 0 ? strerror(errno) : "not a directory");
+            return -1;
+        }
         free(lc->root);
         lc->root = xstrdup(v);
     } else if (!strcmp(name, "index")) {
@@ -275,6 +283,10 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
         free(lc->auth_realm);
         lc->auth_realm = xstrdup(strcmp(v, "off") ? v : "");
     } else if (!strcmp(name, "auth_basic_user_file")) {
+        if (access(v, R_OK) < 0) {
+            fprintf(stderr, "%s: auth_basic_user_file %s: %s\n", where, v, strerror(errno));
+            return -1;
+        }
         free(lc->auth_file);
         lc->auth_file = xstrdup(v);
     } else if (!strcmp(name, "handler")) {
@@ -440,8 +452,8 @@ void site_set_finish(struct site_set *ss)
 
 const struct site *site_select(const struct site_set *ss, struct strview host)
 {
-    if (ss->nsites == 1)
-        return &ss->sites[0];
+    if (ss->nsites == 1 || !host.ptr || !host.len)
+        return &ss->sites[ss->default_site]; /* HTTP/1.0 without Host: the default site */
     /* Strip the port ("[v6]:port" keeps its brackets) and one trailing dot. */
     size_t len = host.len;
     if (len && host.ptr[0] == '[') {
