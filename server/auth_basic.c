@@ -2,6 +2,7 @@
 #include "auth_basic.h"
 
 #include <crypt.h>
+#include <stdatomic.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -34,6 +35,8 @@ void auth_free(struct auth_users *u)
     free(u->v);
     free(u);
 }
+
+static _Atomic uint64_t next_users_id = 1;
 
 struct auth_users *auth_load(const char *path)
 {
@@ -86,12 +89,13 @@ struct auth_users *auth_load(const char *path)
         auth_free(u);
         return NULL;
     }
+    u->id = atomic_fetch_add(&next_users_id, 1);
     return u;
 }
 
 /* This thread's recently verified credentials. */
 struct auth_cache_slot {
-    const struct auth_users *users;
+    uint64_t users_id;        /* which loaded list (never a pointer: memory gets reused) */
     unsigned char digest[SHA256_DIGEST_LENGTH];
     time_t expires;
     unsigned user;
@@ -123,7 +127,8 @@ bool auth_check(const struct auth_users *users, struct http_exchange *ex)
     time_t now = time(NULL);
     for (unsigned i = 0; i < AUTH_CACHE_SLOTS; i++) {
         struct auth_cache_slot *s = &auth_cache[i];
-        if (s->users == users && s->expires > now && !CRYPTO_memcmp(s->digest, digest, sizeof(digest))) {
+        if (s->users_id == users->id && s->expires > now && s->user < users->n &&
+            !CRYPTO_memcmp(s->digest, digest, sizeof(digest))) {
             set_user(ex, users->v[s->user].name);
             return true;
         }
@@ -158,7 +163,7 @@ bool auth_check(const struct auth_users *users, struct http_exchange *ex)
     if (!ok)
         return false;
     struct auth_cache_slot *s = &auth_cache[auth_cache_next++ % AUTH_CACHE_SLOTS];
-    s->users = users;
+    s->users_id = users->id;
     memcpy(s->digest, digest, sizeof(digest));
     s->expires = now + AUTH_CACHE_SECONDS;
     s->user = (unsigned)(u - users->v);

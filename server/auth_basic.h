@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct http_exchange;
 
@@ -24,6 +25,7 @@ struct auth_user {
 struct auth_users {
     struct auth_user *v;
     unsigned n;
+    uint64_t id;   /* unique per load: cached verifications never cross reloads */
 };
 
 /* Load a user file. Prints "FILE:LINE: reason" and returns NULL on error. */

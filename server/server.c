@@ -225,22 +225,20 @@ static bool same_listener(const struct listen_addr *a, const struct listen_addr 
            a->proxy_protocol == b->proxy_protocol;
 }
 
-/* Open (bind) a listener slot for `la`. Returns the listener or NULL (message printed). */
-static struct listener *open_listener(struct server *srv, const struct listen_addr *la)
+/* Bind a listener in slot `i` (not yet published: the caller publishes the count). Returns 0,
+ * or -1 with a message printed. */
+static int open_listener(struct server *srv, unsigned i, const struct listen_addr *la)
 {
-    if (srv->nlisteners == SERVER_MAX_LISTENERS) {
+    if (i >= SERVER_MAX_LISTENERS) {
         fprintf(stderr, "lfhttpd: too many listeners over the server's lifetime (%d)\n",
                 SERVER_MAX_LISTENERS);
-        return NULL;
+        return -1;
     }
-    struct listener *l = &srv->listeners[srv->nlisteners];
+    struct listener *l = &srv->listeners[i];
     memset(l, 0, sizeof(*l));
     l->addr = *la;
     l->eh.fd = -1;
-    if (acceptor_open(srv, l) < 0)
-        return NULL;
-    srv->nlisteners++;
-    return l;
+    return acceptor_open(srv, l);
 }
 
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
@@ -268,9 +266,11 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
         fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
         return -1;
     }
-    for (unsigned i = 0; i < c->nlisten; i++)
-        if (!open_listener(srv, &c->listen[i]))
+    for (unsigned i = 0; i < c->nlisten; i++) {
+        if (open_listener(srv, i, &c->listen[i]) < 0)
             return -1;
+        atomic_store(&srv->nlisteners, i + 1);
+    }
 
     /* Signals are taken from a signalfd in the handle set; block them in every thread (the
      * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
@@ -339,16 +339,20 @@ void server_reload(struct server *srv)
         return;
     }
 
-    /* Listeners: open the new ones first, so that a failure leaves everything as it was. */
-    unsigned first_new = srv->nlisteners;
+    /* Listeners: bind the new ones first, in slots not yet published, so that a failure leaves
+     * everything as it was; other threads see them only when the count is published. */
+    unsigned first_new = atomic_load(&srv->nlisteners), n = first_new;
     for (unsigned i = 0; i < rt->cfg.nlisten; i++) {
         bool have = false;
         for (unsigned j = 0; j < first_new && !have; j++)
             have = !srv->listeners[j].closed && same_listener(&srv->listeners[j].addr, &rt->cfg.listen[i]);
-        if (!have && !open_listener(srv, &rt->cfg.listen[i])) {
-            for (unsigned j = first_new; j < srv->nlisteners; j++)
+        if (have)
+            continue;
+        if (open_listener(srv, n, &rt->cfg.listen[i]) == 0) {
+            n++;
+        } else {
+            for (unsigned j = first_new; j < n; j++)
                 close(srv->listeners[j].eh.fd);
-            srv->nlisteners = first_new;
             runtime_unref(rt);
             runtime_unref(cur);
             log_error("SIGHUP: configuration not reloaded (see the line above); keeping "
@@ -361,15 +365,16 @@ void server_reload(struct server *srv)
         bool keep = false;
         for (unsigned i = 0; i < rt->cfg.nlisten && !keep; i++)
             keep = same_listener(&l->addr, &rt->cfg.listen[i]);
-        if (!keep && !l->closed) {
+        if (!keep && !atomic_load(&l->closed)) {
             /* Refuse new connections; the fd stays open (an acceptor may be running on it). */
-            l->closed = true;
+            atomic_store(&l->closed, true);
             hs_del(&srv->hs, &l->eh);
             shutdown(l->eh.fd, SHUT_RDWR);
             log_notice("SIGHUP: stopped listening on %s", l->url);
         }
     }
-    for (unsigned j = first_new; j < srv->nlisteners; j++) {
+    atomic_store(&srv->nlisteners, n);
+    for (unsigned j = first_new; j < n; j++) {
         if (acceptor_start(&srv->listeners[j]) < 0)
             log_error("SIGHUP: cannot watch %s", srv->listeners[j].url);
         else

@@ -27,7 +27,7 @@ struct listener {
     struct listen_addr addr;     /* as configured */
     char url[96];                /* "http://127.0.0.1:8080", with the bound port */
     _Atomic int paused;          /* 1: not re-armed (connection limit or EMFILE) */
-    bool closed;                 /* removed by a reload: shut down, fd kept until exit */
+    _Atomic bool closed;         /* removed by a reload: shut down, fd kept until exit */
 };
 
 struct server_handle {
@@ -48,7 +48,7 @@ struct server {
     struct handle_set hs;
     struct thread_pool pool;
     struct listener listeners[SERVER_MAX_LISTENERS];
-    unsigned nlisteners;
+    _Atomic unsigned nlisteners; /* published slots; a slot never moves once published */
 
     struct server_handle timer;  /* timerfd: timeouts, draining, resuming paused listeners */
     struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1 */
