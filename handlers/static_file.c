@@ -26,6 +26,7 @@
 #include "http_exchange.h"
 #include "mime.h"
 #include "path.h"
+#include "runtime.h"
 #include "server.h"
 #include "site.h"
 
@@ -756,14 +757,14 @@ static int static_handle(void *inst, struct http_exchange *ex)
     if (!lc->hidden_files && path_has_hidden_segment(ex->path, ex->path_len))
         return 404;
 
-    struct fc_entry *e = fc_get(ex->srv->fc, lc, ex->path, ex->path_len);
+    struct fc_entry *e = fc_get(ex->rt->fc, lc, ex->path, ex->path_len);
     if (!e)
         return 503;
     int rc = answer_entry(ex, e);
     if (rc == 404 && lc->spa_fallback[0] && strcmp(ex->path, lc->spa_fallback)) {
         /* Single-page application: unknown paths get the app's entry page. */
         fc_release(e);
-        e = fc_get(ex->srv->fc, lc, lc->spa_fallback, strlen(lc->spa_fallback));
+        e = fc_get(ex->rt->fc, lc, lc->spa_fallback, strlen(lc->spa_fallback));
         if (!e)
             return 503;
         rc = e->kind == FC_FILE ? serve_file(ex, e) : 404;
@@ -781,7 +782,7 @@ int static_send_error_page(struct http_exchange *ex, int status)
         if (lc->error_pages[i].status != status)
             continue;
         const char *p = lc->error_pages[i].path;
-        struct fc_entry *e = fc_get(ex->srv->fc, lc, p, strlen(p));
+        struct fc_entry *e = fc_get(ex->rt->fc, lc, p, strlen(p));
         if (!e)
             return -1;
         if (e->kind != FC_FILE) {
