@@ -86,7 +86,7 @@ int config_parse_listen(const char *s, struct listen_addr *la)
 
 enum dir_kind {
     D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_THREADS, D_LOGLEVEL, D_LOGFORMAT, D_CIDRS,
-    D_NAME,
+    D_NAME, D_REALIP,
 };
 
 struct directive {
@@ -106,6 +106,7 @@ static const struct directive directives[] = {
     { "user", D_NAME, F(user), 0, 0 },
     { "group", D_NAME, F(group), 0, 0 },
     { "trusted_proxies", D_CIDRS, F(trusted_proxies), 0, 0 },
+    { "real_ip_header", D_REALIP, F(real_ip_forwarded), 0, 0 },
     { "error_log", D_STRING, F(error_log), 0, 0 },
     { "access_log", D_STRING, F(access_log), 0, 0 },
     { "access_log_format", D_LOGFORMAT, F(access_log_format), 0, 0 },
@@ -266,6 +267,14 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
         }
         snprintf(base + d->offset, sizeof(cfg->user), "%s", args[0]);
         return 0;
+    case D_REALIP:
+        if (!strcasecmp(args[0], "x-forwarded-for") || !strcasecmp(args[0], "forwarded")) {
+            cfg->real_ip_forwarded = !strcasecmp(args[0], "forwarded");
+            return 0;
+        }
+        fprintf(stderr, "%s: invalid real_ip_header '%s' (X-Forwarded-For or Forwarded)\n", where,
+                args[0]);
+        return -1;
     case D_LOGFORMAT:
         if (!strcmp(args[0], "combined") || !strcmp(args[0], "json")) {
             cfg->access_log_format = !strcmp(args[0], "json");

@@ -35,6 +35,7 @@ struct config {
     char user[64];              /* run as this user when started as root ("" = nobody) */
     char group[64];             /* "" = the user's primary group */
     struct cidr_list trusted_proxies; /* peers whose X-Forwarded-For / Forwarded we believe */
+    bool real_ip_forwarded;     /* believe Forwarded (RFC 7239) instead of X-Forwarded-For */
     char error_log[PATH_MAX];   /* "stderr" or a file */
     char access_log[PATH_MAX];  /* a file, "stdout", "stderr" or "off" */
     int access_log_format;      /* enum access_log_format */

@@ -182,6 +182,11 @@ void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
  * caused by unread data cannot destroy the response before the client has read it. */
 static void conn_finish_close(struct conn *c, bool linger)
 {
+    /* While draining, the process exits as soon as the last connection is gone, and bytes still
+     * queued in the kernel can then be lost (a container's network namespace goes with it).
+     * So wait for the client to read everything and close (bounded by drain_timeout). */
+    if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
+        linger = true;
     if (!linger) {
         conn_close(c);
         return;
@@ -420,7 +425,8 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
      * the body's framing is in doubt: close after the response. */
     if (body_follows && req->expect_continue)
         ex.keep_alive = false;
-    netaddr_real_client(&c->rt->cfg.trusted_proxies, &c->peer.sin6_addr, req, &ex.client_addr);
+    netaddr_real_client(&c->rt->cfg.trusted_proxies, c->rt->cfg.real_ip_forwarded,
+                        &c->peer.sin6_addr, req, &ex.client_addr);
     int status = router_dispatch(&ex);
     /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
      * sendfile): the promised length cannot be kept, so the connection must close. */

@@ -161,13 +161,12 @@ static bool walk_list(const struct cidr_list *trusted, struct strview h, bool fw
     return true;
 }
 
-void netaddr_real_client(const struct cidr_list *trusted, const struct in6_addr *peer,
+void netaddr_real_client(const struct cidr_list *trusted, bool fwd, const struct in6_addr *peer,
                          const struct http_request *req, struct in6_addr *out)
 {
     *out = *peer;
     if (!trusted->n || !cidr_list_match(trusted, peer))
         return;
-    bool fwd = HTTP_HEADER(req, "forwarded").ptr != NULL;
     const char *name = fwd ? "forwarded" : "x-forwarded-for";
     size_t nlen = strlen(name);
     /* Several lines of the same field form one list, in order (RFC 9110 5.3): walk the last
