@@ -6,6 +6,8 @@
 #   make run                  serve www/ on http://127.0.0.1:8080 in the foreground
 #   make test                 install missing Debian packages, build, run every test
 #   make deps                 install missing Debian packages (apt-get, only when missing)
+#   make container-test       build the container image with podman and test it (as root;
+#                             installs podman and makes a local base image when missing)
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -49,7 +51,7 @@ LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/ht
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test unit deps clean check-llhttp
+.PHONY: all run test unit deps clean check-llhttp container-test
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -84,6 +86,9 @@ run: deps all
 
 test: deps all unit
 	@python3 tests/run.py --build $(BUILD)
+
+container-test: deps
+	@bash tests/container/run.sh
 
 clean:
 	rm -rf build build-tsan build-asan
