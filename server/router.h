@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "handler.h"
+#include "strview.h"
 
 struct http_exchange;
 
@@ -26,7 +27,10 @@ struct router {
 /* Add a route for `prefix` to a new instance of handler `name`. Returns 0 or -1 (err set). */
 int router_add(struct router *r, struct server *srv, const char *prefix, const char *name,
                const char *arg, char *err, size_t errlen);
-/* Run the handler for the exchange's request; returns what the handler returned. */
+/* The route with the longest prefix of `path`, or NULL. Pure: safe from any thread. */
+const struct route *router_match(const struct router *r, struct strview path);
+/* Run the handler for the exchange's request; returns what the handler returned. "OPTIONS *"
+ * is answered here (204 with the server's Allow). */
 int router_dispatch(const struct router *r, struct http_exchange *ex);
 void router_destroy(struct router *r);
 
