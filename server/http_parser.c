@@ -341,6 +341,7 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
     ps->te_other = false;
     ps->saw_version = false;
     ps->ext_name_len = 0;
+    ps->body_wire = 0;
     llhttp_reset(ps->parser);
     enum http_parse_result r = run(ps, data, len, consumed, true);
     if (r == HTTP_PARSE_INCOMPLETE && len > ps->cfg->max_head_size) {
@@ -361,7 +362,19 @@ enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, 
 {
     ps->in_body = true; /* the head's buffer may be gone; trailers are ignored */
     ps->status = 0;
-    return run(ps, data, len, consumed, false);
+    enum http_parse_result r = run(ps, data, len, consumed, false);
+    /* max_body_size bounds the decoded body (on_body); chunked framing adds bytes llhttp
+     * reports to nobody: chunk-size lines (any number of leading zeros), extensions, trailer
+     * fields. Without a bound a client could stream them forever. They may add up to
+     * max_request_head on top of the body. */
+    if (r == HTTP_PARSE_ERROR)
+        return r;
+    ps->body_wire += *consumed;
+    if (ps->body_wire > ps->cfg->max_body_size + ps->cfg->max_head_size) {
+        ps->status = 413;
+        return HTTP_PARSE_ERROR;
+    }
+    return r;
 }
 
 struct strview http_request_header(const struct http_request *req, const char *name, size_t len)

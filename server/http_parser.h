@@ -36,6 +36,7 @@ struct http_parse {
     struct http_request *req;    /* filled while parsing a head */
     const char *msg_start;       /* first byte of the head being parsed */
     uint64_t body_seen;          /* body bytes seen so far (limit check) */
+    uint64_t body_wire;          /* bytes of the body as sent, chunk framing included */
     http_body_cb on_body;
     void *body_arg;
     int status;                  /* error status on HTTP_PARSE_ERROR */

@@ -120,6 +120,21 @@ def test_body_size_413(tmpdir):
                           + b"\r\n0\r\n\r\n", 405, method="POST")
 
 
+def test_chunk_framing_counts_towards_body_limit(tmpdir):
+    # Chunk-size lines (leading zeros), extensions and trailer fields are not body bytes, but a
+    # client must not be able to stream them forever: they may add max_request_head at most.
+    srv = configured(tmpdir, LIMITS)
+    te = P + b"Transfer-Encoding: chunked\r\n\r\n"
+    for body in (b"0" * 3000 + b"1\r\na\r\n0\r\n\r\n",
+                 b"1;" + b"e" * 3000 + b"\r\na\r\n0\r\n\r\n",
+                 b"1\r\na\r\n0\r\n" + b"X-T: " + b"t" * 3000 + b"\r\n\r\n",
+                 b"1\r\na\r\n0\r\n" + b"X-T: t\r\n" * 500 + b"\r\n"):
+        error_then_close(srv, te + body + NEXT, 413, method="POST")
+    # a body of max_body_size in many small chunks is fine
+    body = b"".join(b"10\r\n" + b"d" * 16 + b"\r\n" for _ in range(64)) + b"0\r\n\r\n"
+    answer_then_keepalive(srv, te + body, 405, method="POST")
+
+
 def test_chunked_body_over_limit_later_closes(tmpdir):
     # When the excess arrives after the response, the connection is closed (the response was
     # already sent; the rest of the body is never parsed as requests).
