@@ -6,6 +6,8 @@
 #   make run                  serve www/ on http://127.0.0.1:8080 in the foreground
 #   make test                 install missing Debian packages, build, run every test
 #   make deps                 install missing Debian packages (apt-get, only when missing)
+#   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
+#   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -20,7 +22,16 @@ LLHTTP_INC ?= /usr/share/include/llhttp
 # these (2.2, 5.1, 3.2). Strict mode changes nothing that a conforming client sends.
 LLHTTP_DEFS := -DLLHTTP_STRICT_MODE=1
 
-ifeq ($(SANITIZE),)
+ifeq ($(FUZZ),1)
+  # libFuzzer harnesses (tests/fuzz/): clang; the library is instrumented for coverage
+  # (fuzzer-no-link), only the harness binaries link libFuzzer's main. Carry buffers are not
+  # cached, so that ASan sees every use after release.
+  CC    := clang
+  BUILD ?= build-fuzz
+  OPT   ?= -O1 -g
+  SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  CPPFLAGS += -DCARRY_CACHE=0
+else ifeq ($(SANITIZE),)
   BUILD ?= build
   OPT   ?= -O2 -g
   SANFLAGS :=
@@ -36,9 +47,13 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wformat=2 -Wundef -Wvla -Wpointer-arith -Wwrite-strings -Wcast-qual \
-        -Wduplicated-cond -Wlogical-op -Wnull-dereference -Wimplicit-fallthrough
+        -Wnull-dereference
+ifneq ($(FUZZ),1)
+  # gcc only (clang 14 lacks the first two and does not read /* fall through */ comments)
+  WARN += -Wduplicated-cond -Wlogical-op -Wimplicit-fallthrough
+endif
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fstack-clash-protection -fPIE
-ifneq ($(SANITIZE),)
+ifneq ($(SANITIZE)$(FUZZ),)
   HARDEN := -fPIE
 endif
 
@@ -54,7 +69,10 @@ LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/ht
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test unit deps clean check-llhttp
+FUZZERS := fuzz_request fuzz_connection
+FUZZ_SECONDS ?= 60
+
+.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run deps-fuzz
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -84,6 +102,23 @@ unit: $(UNIT_BINS)
 deps:
 	@sh tools/deps.sh
 
+deps-fuzz:
+	@sh tools/deps.sh fuzz
+
+# Fuzzing: `make fuzz` builds build-fuzz/fuzz/<harness>; `make fuzz-run` replays every
+# regression input and seed, then fuzzes each harness for FUZZ_SECONDS (tools/fuzz.sh).
+fuzz: deps deps-fuzz
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
+
+fuzz-bins: $(FUZZERS:%=$(BUILD)/fuzz/%)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(BUILD)/liblfhttpd.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) $(WARN) -Wno-missing-prototypes -fsanitize=fuzzer $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
+
+fuzz-run: fuzz
+	@sh tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
+
 run: deps all
 	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen 127.0.0.1:8080
 
@@ -91,6 +126,6 @@ test: deps all unit
 	@python3 tests/run.py --build $(BUILD)
 
 clean:
-	rm -rf build build-tsan build-asan
+	rm -rf build build-tsan build-asan build-fuzz
 
 -include $(OBJS:.o=.d)
