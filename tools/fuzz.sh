@@ -25,7 +25,7 @@ for h in "$@"; do
     echo "=== $h: replay $(ls "$regress" | wc -l) regression input(s) and $(ls "$seeds" | wc -l) seed(s)"
     if "$bin" $opts -runs=0 "$regress" "$seeds" >"$build/$h-replay.log" 2>&1; then
         pass=$((pass + 1))
-        grep -E "^stat::number_of_executed_units|INFO: seed corpus|DONE" "$build/$h-replay.log" | tail -n 2
+        grep -E "^#[0-9]+.*DONE" "$build/$h-replay.log" | tail -n 1
     else
         fail=$((fail + 1))
         tail -n 60 "$build/$h-replay.log"
@@ -36,8 +36,9 @@ for h in "$@"; do
     if "$bin" $opts -max_total_time="$seconds" "$work" "$seeds" "$regress" \
         >"$build/$h-fuzz.log" 2>&1; then
         pass=$((pass + 1))
-        grep -E "^stat::|^#[0-9]+.*DONE" "$build/$h-fuzz.log" | tail -n 6
-        grep -E "^#[0-9]+" "$build/$h-fuzz.log" | tail -n 1
+        grep -E "^#[0-9]+.*DONE" "$build/$h-fuzz.log" | tail -n 1
+        grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss)" \
+            "$build/$h-fuzz.log"
     else
         fail=$((fail + 1))
         tail -n 80 "$build/$h-fuzz.log"
