@@ -5,9 +5,11 @@
  * socketpair). The fuzzing thread plays both the Leader/Followers pool — epoll_wait on the
  * handle set, then the handler of each reported handle — and the client: it writes the input
  * in pieces whose sizes come from the input, and reads (and sometimes stops reading) whatever
- * the server answers. At the end it half-closes or just stops, and finally expires the
- * connection through the timer sweep, as a timeout would. The connection must then be gone
- * with everything it held released (ASan/LSan check the memory, the harness the fds).
+ * the server answers, checking that stream: well-formed heads, exact Content-Length bodies,
+ * nothing after a "Connection: close" response. At the end it half-closes or just stops, and
+ * finally expires the connection through the timer sweep, as a timeout would. The connection
+ * must then be gone with everything it held released (ASan/LSan check the memory, the harness
+ * the fds).
  *
  * Input: [config byte][4 seed bytes][the byte stream]. Config byte: bit 0 small limits, bit 1
  * half-close at the end, bit 2 a client that stops reading after the first response bytes. */
@@ -17,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -128,13 +131,104 @@ static int pump(void)
     return n;
 }
 
-/* What the client reads; the first bytes must be a status line. */
+/* The client checks the response stream as it reads it: a sequence of well-formed heads, each
+ * followed by exactly Content-Length body bytes (none for 1xx/204/304 or for HEAD), and nothing
+ * at all after a response that said "Connection: close". A response to HEAD is recognised by
+ * what follows its head: no fixture file and no error page starts with 'H', every response
+ * does. Only the last response may be cut short (the client stopped reading, or the sweep
+ * expired the connection). */
 struct client {
     int fd;
     bool reading;
-    size_t got;
-    char head[9];
+    size_t got;           /* bytes read */
+    char head[8192];      /* the response head being read */
+    size_t hlen;
+    bool in_body;
+    bool maybe_head;      /* body not started yet: it may be a response to HEAD */
+    uint64_t body_left;
+    bool closing;         /* the current response said Connection: close */
+    bool closed;          /* ... and it is complete: no byte may follow */
+    unsigned responses;
 };
+
+static bool header_is(const char *line, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+    return len > n && !strncasecmp(line, name, n) && line[n] == ':';
+}
+
+static void check_head(struct client *cl)
+{
+    const char *h = cl->head;
+    size_t len = cl->hlen - 4; /* without the final CRLF CRLF */
+    FZ_CHECK(len >= 12 && !memcmp(h, "HTTP/1.1 ", 9));
+    for (int i = 9; i < 12; i++)
+        FZ_CHECK(h[i] >= '0' && h[i] <= '9');
+    int status = (h[9] - '0') * 100 + (h[10] - '0') * 10 + (h[11] - '0');
+    FZ_CHECK(status >= 100 && status < 600);
+    int cls = 0;
+    uint64_t cl_value = 0;
+    bool close = false;
+    const char *line = memchr(h, '\n', len);
+    while (line && (size_t)(line + 1 - h) < len) {
+        line++;
+        const char *end = memchr(line, '\r', (size_t)(h + len - line));
+        size_t ll = end ? (size_t)(end - line) : (size_t)(h + len - line);
+        FZ_CHECK(ll > 0 && memchr(line, ':', ll) && !memchr(line, '\n', ll));
+        FZ_CHECK(line[0] != ' ' && line[0] != '\t'); /* no folding, no injected lines */
+        if (header_is(line, ll, "Content-Length")) {
+            cls++;
+            char num[32] = "";
+            size_t vl = ll - 16 < sizeof(num) - 1 ? ll - 16 : sizeof(num) - 1;
+            memcpy(num, line + 16, vl);
+            char *e;
+            cl_value = strtoull(num, &e, 10);
+            FZ_CHECK(*e == '\0' && vl > 0);
+        } else if (header_is(line, ll, "Connection")) {
+            close = ll == 17 && !strncmp(line + 12, "close", 5);
+        }
+        line = end ? end + 1 : NULL;
+    }
+    bool bodiless = status < 200 || status == 204 || status == 304;
+    FZ_CHECK(bodiless ? cls == 0 : cls == 1);
+    cl->body_left = bodiless ? 0 : cl_value;
+    cl->in_body = cl->body_left > 0;
+    cl->maybe_head = cl->in_body;
+    cl->closing = close;
+    cl->closed = close && !cl->in_body;
+    cl->responses++;
+}
+
+static void client_take(struct client *cl, const char *p, size_t n)
+{
+    while (n > 0) {
+        FZ_CHECK(!cl->closed); /* bytes after a "Connection: close" response */
+        if (cl->in_body) {
+            if (cl->maybe_head && p[0] == 'H') {
+                cl->in_body = false; /* a response to HEAD: the next one starts here */
+                cl->closed = cl->closing;
+                continue;
+            }
+            cl->maybe_head = false;
+            size_t take = n < cl->body_left ? n : (size_t)cl->body_left;
+            cl->body_left -= take;
+            p += take;
+            n -= take;
+            if (cl->body_left == 0) {
+                cl->in_body = false;
+                cl->closed = cl->closing;
+            }
+            continue;
+        }
+        FZ_CHECK(cl->hlen < sizeof(cl->head));
+        cl->head[cl->hlen++] = *p++;
+        n--;
+        if (cl->hlen >= 4 && !memcmp(cl->head + cl->hlen - 4, "\r\n\r\n", 4)) {
+            check_head(cl);
+            cl->hlen = 0;
+        }
+    }
+}
 
 static void client_read(struct client *cl)
 {
@@ -143,11 +237,8 @@ static void client_read(struct client *cl)
         ssize_t n = read(cl->fd, buf, sizeof(buf));
         if (n <= 0)
             return;
-        for (ssize_t i = 0; i < n && cl->got + (size_t)i < sizeof(cl->head); i++)
-            cl->head[cl->got + (size_t)i] = buf[i];
         cl->got += (size_t)n;
-        if (cl->got >= sizeof(cl->head))
-            FZ_CHECK(!memcmp(cl->head, "HTTP/1.1 ", 9));
+        client_take(cl, buf, (size_t)n);
     }
 }
 
@@ -182,7 +273,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sockaddr_storage peer = { .ss_family = AF_INET };
     atomic_fetch_add(&srv.nconns, 1);
     FZ_CHECK(conn_create(&srv, NULL, sv[0], &peer) == 0);
-    struct client cl = { .fd = sv[1], .reading = true };
+    static struct client cl;
+    memset(&cl, 0, sizeof(cl));
+    cl.fd = sv[1];
+    cl.reading = true;
 
     size_t off = 0;
     unsigned idle = 0;
@@ -214,7 +308,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             pump();
     }
     if (getenv("FZ_DEBUG"))
-        fprintf(stderr, "fz: fed %zu/%zu bytes, client read %zu bytes\n", off, len, cl.got);
+        fprintf(stderr, "fz: fed %zu/%zu bytes, client read %zu bytes, %u response(s)\n", off,
+                len, cl.got, cl.responses);
     FZ_CHECK(!conn_alive());
     FZ_CHECK(atomic_load(&srv.nconns) == 0);
     close(cl.fd);
