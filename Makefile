@@ -8,6 +8,8 @@
 #   make deps                 install missing Debian packages (apt-get, only when missing)
 #   make container-test       build the container image with podman and test it (as root;
 #                             installs podman and makes a local base image when missing)
+#   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
+#   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -16,8 +18,22 @@ CC      ?= gcc
 SANITIZE ?=
 LLHTTP_SRC ?= /usr/share/llhttp
 LLHTTP_INC ?= /usr/share/include/llhttp
+# llhttp's strict mode: the loose parser takes "\r<any byte>" for a line end (so a bare CR can
+# end a head or a chunk-size line: request smuggling), accepts whitespace inside and before field
+# names and raw bytes >= 0x80 and HTAB in the request-target. RFC 9112 requires rejecting all of
+# these (2.2, 5.1, 3.2). Strict mode changes nothing that a conforming client sends.
+LLHTTP_DEFS := -DLLHTTP_STRICT_MODE=1
 
-ifeq ($(SANITIZE),)
+ifeq ($(FUZZ),1)
+  # libFuzzer harnesses (tests/fuzz/): clang; the library is instrumented for coverage
+  # (fuzzer-no-link), only the harness binaries link libFuzzer's main. Carry buffers are not
+  # cached, so that ASan sees every use after release.
+  CC    := clang
+  BUILD ?= build-fuzz
+  OPT   ?= -O1 -g
+  SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  CPPFLAGS += -DCARRY_CACHE=0
+else ifeq ($(SANITIZE),)
   BUILD ?= build
   OPT   ?= -O2 -g
   SANFLAGS :=
@@ -33,13 +49,17 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
         -Wformat=2 -Wundef -Wvla -Wpointer-arith -Wwrite-strings -Wcast-qual \
-        -Wduplicated-cond -Wlogical-op -Wnull-dereference -Wimplicit-fallthrough
+        -Wnull-dereference
+ifneq ($(FUZZ),1)
+  # gcc only (clang 14 lacks the first two and does not read /* fall through */ comments)
+  WARN += -Wduplicated-cond -Wlogical-op -Wimplicit-fallthrough
+endif
 HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fstack-clash-protection -fPIE
-ifneq ($(SANITIZE),)
+ifneq ($(SANITIZE)$(FUZZ),)
   HARDEN := -fPIE
 endif
 
-CPPFLAGS += -D_GNU_SOURCE -Iserver -Ihandlers -I$(LLHTTP_INC)
+CPPFLAGS += -D_GNU_SOURCE $(LLHTTP_DEFS) -Iserver -Ihandlers -I$(LLHTTP_INC)
 CFLAGS   += -std=gnu11 $(OPT) -fno-omit-frame-pointer $(HARDEN) $(SANFLAGS) -pthread
 LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
 LDLIBS   += -lssl -lcrypto -lcrypt
@@ -51,15 +71,18 @@ LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/ht
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test unit deps clean check-llhttp container-test
+FUZZERS := fuzz_request fuzz_connection
+FUZZ_SECONDS ?= 60
+
+.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run deps-fuzz container-test
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
 	@test -f $(LLHTTP_SRC)/llhttp.c || { echo "llhttp sources not found in $(LLHTTP_SRC): run 'make deps' (Debian package node-llhttp)" >&2; exit 2; }
 
-$(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c | check-llhttp
+$(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c Makefile | check-llhttp
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 $(OPT) -fno-omit-frame-pointer -fPIE $(SANFLAGS) -I$(LLHTTP_INC) -w -c $< -o $@
+	$(CC) -std=gnu11 $(OPT) -fno-omit-frame-pointer -fPIE $(SANFLAGS) $(LLHTTP_DEFS) -I$(LLHTTP_INC) -w -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -81,6 +104,23 @@ unit: $(UNIT_BINS)
 deps:
 	@sh tools/deps.sh
 
+deps-fuzz:
+	@sh tools/deps.sh fuzz
+
+# Fuzzing: `make fuzz` builds build-fuzz/fuzz/<harness>; `make fuzz-run` replays every
+# regression input and seed, then fuzzes each harness for FUZZ_SECONDS (tools/fuzz.sh).
+fuzz: deps deps-fuzz
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
+
+fuzz-bins: $(FUZZERS:%=$(BUILD)/fuzz/%)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(BUILD)/liblfhttpd.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) $(WARN) -Wno-missing-prototypes -fsanitize=fuzzer $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
+
+fuzz-run: fuzz
+	@sh tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
+
 run: deps all
 	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen 127.0.0.1:8080
 
@@ -91,6 +131,6 @@ container-test: deps
 	@bash tests/container/run.sh
 
 clean:
-	rm -rf build build-tsan build-asan
+	rm -rf build build-tsan build-asan build-fuzz
 
 -include $(OBJS:.o=.d)

@@ -233,6 +233,10 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
             e->body = NULL; /* changing under us: serve it from the fd, do not cache content */
         } else {
             e->bytes += size;
+            /* Served from memory from now on: holding the descriptor would only pin one fd
+             * per cached small file. */
+            close(e->fd);
+            e->fd = -1;
         }
     }
 

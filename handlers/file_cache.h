@@ -43,7 +43,7 @@ struct fc_entry {
     _Atomic int revalidating;
     enum fc_kind kind;
     int err;                        /* FC_MISSING: errno */
-    int fd;                         /* FC_FILE: O_RDONLY, -1 otherwise */
+    int fd;                         /* FC_FILE without `body`: O_RDONLY; -1 otherwise */
     struct stat st;
     const char *type;               /* Content-Type */
     char etag[64];

@@ -16,6 +16,10 @@
 
 #define ACCEPT_BATCH 32
 
+/* An accept failed for lack of descriptors or memory and that was logged; cleared (and the
+ * recovery logged) by the next successful accept. Process-wide, like the shortage. */
+static _Atomic bool shortage_logged;
+
 static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
 static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_on_event };
 
@@ -103,14 +107,20 @@ static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct 
                 continue;
             if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
                 /* Out of descriptors or memory: pause instead of spinning on a ready socket.
-                 * The timer re-arms paused listeners once a second. */
-                log_error("accept on %s: %s; pausing accepts", l->url, strerror(err));
+                 * The timer re-arms paused listeners every tick (250 ms) to try again; the
+                 * shortage is logged once, not on every retry. */
+                if (!atomic_exchange_explicit(&shortage_logged, true, memory_order_relaxed))
+                    log_error("accept on %s: %s; pausing accepts until resources free up",
+                              l->url, strerror(err));
                 atomic_store(&l->paused, 1);
                 return;
             }
             log_error("accept on %s: %s", l->url, strerror(err));
             break;
         }
+        if (atomic_load_explicit(&shortage_logged, memory_order_relaxed) &&
+            atomic_exchange_explicit(&shortage_logged, false, memory_order_relaxed))
+            log_notice("accepting on %s again", l->url);
         atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
         conn_create(srv, l, fd, &peer);

@@ -203,14 +203,16 @@ static void conn_linger(struct conn *c)
     char buf[16384];
     for (int i = 0; i < 16; i++) {
         ssize_t n = c->tp->read(c, buf, sizeof(buf));
-        if (n == -EAGAIN) {
-            conn_arm(c, EPOLLIN, ARMED_BUSY, LINGER_MS, true);
+        if (n == -EAGAIN)
+            break;
+        if (n <= 0) {
+            conn_close(c); /* the client closed too (or reset): done */
             return;
         }
-        if (n <= 0)
-            break;
     }
-    conn_close(c);
+    /* Drained for now, or this event's share is used up while the client is still sending:
+     * wait for more, within the deadline set when lingering began. */
+    conn_arm(c, EPOLLIN, ARMED_BUSY, LINGER_MS, true);
 }
 
 /* ---- sending ------------------------------------------------------------------------------ */
@@ -457,6 +459,22 @@ static int serve_parse_error(struct conn *c, struct worker *w, int status)
     return rc;
 }
 
+/* Answer a request that cannot be served (parse error, broken body) and close the connection
+ * once the answer is sent, lingering so the client can read it even while it is still sending. */
+static void fail_and_close(struct conn *c, struct worker *w, int status)
+{
+    if (serve_parse_error(c, w, status) < 0) {
+        conn_close(c);
+        return;
+    }
+    c->phase = PH_HEAD; /* the rest of any body is drained by the lingering read */
+    if (c->sending) {
+        conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
+        return;
+    }
+    conn_finish_close(c, true);
+}
+
 /* Keep buf[0..len) for the next event. Returns false when out of memory. */
 static bool stash_input(struct conn *c, const char *buf, size_t len)
 {
@@ -529,26 +547,36 @@ static void conn_serve(struct conn *c, struct worker *w)
             if (r == HTTP_PARSE_INCOMPLETE)
                 break;
             if (r == HTTP_PARSE_CLOSE) {
-                conn_close(c);
+                /* No response (the HTTP/2 preface): close quietly, but half-close and drain
+                 * rather than reset the connection under bytes the client already sent. */
+                conn_finish_close(c, true);
                 return;
             }
             if (r == HTTP_PARSE_ERROR) {
-                if (serve_parse_error(c, w, ps.status) < 0) {
-                    conn_close(c);
-                    return;
-                }
-                if (c->sending) {
-                    conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
-                    return;
-                }
-                conn_finish_close(c, true);
+                fail_and_close(c, w, ps.status);
                 return;
             }
             pos += used;
             c->head_deadline = false;
             bool body_follows = r == HTTP_PARSE_HEAD;
-            if (body_follows)
-                c->phase = PH_BODY; /* the static handler discards bodies */
+            if (body_follows) {
+                /* Before answering, take what has already arrived of the body (as nginx does):
+                 * a body that is malformed or too large from its start is answered with 400 or
+                 * 413 instead of a response to a request that was never valid. Whatever comes
+                 * later is discarded after the response; an error then can only close. */
+                r = http_parse_body(&ps, buf + pos, have - pos, &used);
+                pos += used;
+                if (r == HTTP_PARSE_ERROR) {
+                    fail_and_close(c, w, ps.status);
+                    return;
+                }
+                body_follows = r != HTTP_PARSE_DONE;
+            }
+            /* The static handler discards bodies. A client waiting for 100-continue gets the
+             * final status instead and the connection closes (serve_request): its body, if
+             * it sends it after all, is drained by the lingering close, not read as requests. */
+            if (body_follows && !req.expect_continue)
+                c->phase = PH_BODY;
             if (serve_request(c, w, &req, body_follows) < 0) {
                 conn_close(c);
                 return;
@@ -562,7 +590,7 @@ static void conn_serve(struct conn *c, struct worker *w)
                 return;
             }
             if (c->close_after && c->phase == PH_HEAD) {
-                conn_finish_close(c, pos < have);
+                conn_finish_close(c, pos < have || body_follows);
                 return;
             }
         }
@@ -575,11 +603,7 @@ static void conn_serve(struct conn *c, struct worker *w)
         }
         if (have == sizeof(buf)) {
             /* Only a head can fill the buffer: bodies are consumed as they come. */
-            if (serve_parse_error(c, w, 431) < 0 || !c->sending) {
-                conn_finish_close(c, true);
-                return;
-            }
-            conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+            fail_and_close(c, w, 431);
             return;
         }
         ssize_t n = may_read ? c->tp->read(c, buf + have, sizeof(buf) - have) : -EAGAIN;
@@ -636,7 +660,9 @@ static void conn_on_event(struct event_handler *eh, uint32_t events, struct work
         }
         c->sending = false;
         if (c->close_after && c->phase == PH_HEAD) {
-            conn_finish_close(c, c->in != NULL);
+            /* The request may have had a body we did not read (an error, 100-continue) or
+             * further requests may follow: linger rather than reset under them. */
+            conn_finish_close(c, true);
             return;
         }
     }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "http_strict.h"
 
 enum { ST_NONE = 0, ST_FIELD, ST_VALUE };
 
@@ -63,11 +64,21 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
     return check_head_size(p, at, len);
 }
 
+static int on_version(llhttp_t *p, const char *at, size_t len)
+{
+    (void)at;
+    (void)len;
+    PS(p)->saw_version = true;
+    return 0;
+}
+
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
     if (ps->in_body)
         return 0;
+    if (ps->state == ST_NONE)
+        return fail(p, 400, "field value without a name"); /* never from llhttp; be safe */
     struct http_header *h = &ps->req->headers[ps->req->nheaders - 1];
     ps->state = ST_VALUE;
     extend(&h->value, at, len);
@@ -80,14 +91,24 @@ static int on_header_value_complete(llhttp_t *p)
     struct http_request *req = ps->req;
     if (ps->in_body)
         return 0;
+    if (ps->state == ST_NONE)
+        return fail(p, 400, "field value without a name");
     struct http_header *h = &req->headers[req->nheaders - 1];
     ps->state = ST_VALUE;
+    if (h->name.len == 0)
+        return fail(p, 400, "empty field name"); /* llhttp accepts ": value" */
     if (!h->value.ptr)
         h->value = (struct strview){ "", 0 };
     h->value = sv_trim(h->value);
     if (SV_CASE_EQ(h->name, "host")) {
         req->host = h->value;
         req->host_count++;
+    } else if (SV_CASE_EQ(h->name, "transfer-encoding")) {
+        /* llhttp checks that chunked is last; we also refuse any other coding before it,
+         * which we would not know how to undo (RFC 9112 6.1: 501). */
+        ps->te_fields++;
+        if (!SV_CASE_EQ(h->value, "chunked"))
+            ps->te_other = true;
     } else if (SV_CASE_EQ(h->name, "expect")) {
         if (!SV_CASE_EQ(h->value, "100-continue"))
             return fail(p, 417, "unsupported expectation");
@@ -109,6 +130,7 @@ static int split_target(llhttp_t *p, struct http_request *req)
             req->path = t;
             return 0;
         }
+        req->absolute_form = true;
         size_t skip;
         if (t.len > 7 && !strncasecmp(t.ptr, "http://", 7))
             skip = 7;
@@ -123,10 +145,11 @@ static int split_target(llhttp_t *p, struct http_request *req)
         const char *q = memchr(auth, '?', (size_t)(end - auth));
         if (q && q < stop)
             stop = q;
-        if (stop == auth)
-            return fail(p, 400, "absolute-form without authority");
+        if (stop == auth || !http_host_valid(auth, (size_t)(stop - auth)))
+            return fail(p, 400, "invalid authority in absolute-form");
+        /* The authority wins over the Host field, which is ignored (RFC 9112 3.2.2); the
+         * field must still be present exactly once (3.2), which the caller checks. */
         req->host = (struct strview){ auth, (size_t)(stop - auth) };
-        req->host_count = 1; /* the authority wins over any Host header (RFC 9112 3.2.2) */
         t = (struct strview){ stop, (size_t)(end - stop) };
         if (t.len == 0 || t.ptr[0] == '?') {
             req->path = SV("/");
@@ -157,20 +180,31 @@ static int on_headers_complete(llhttp_t *p)
     req->http_major = llhttp_get_http_major(p);
     req->http_minor = llhttp_get_http_minor(p);
     req->keep_alive = llhttp_should_keep_alive(p);
-    if (req->method == HTTP_PRI && req->http_major == 2)
-        return fail(p, -1, "HTTP/2 connection preface");
+    if (!ps->saw_version)
+        return fail(p, 400, "no HTTP-version (HTTP/0.9 request line)");
     if (req->http_major != 1 || req->http_minor > 1)
         return fail(p, 505, "HTTP version not supported");
     if (req->method == HTTP_CONNECT)
         return fail(p, 501, "CONNECT not supported");
+    if (req->host_count > 1)
+        return fail(p, 400, "more than one Host header");
+    if (req->http_minor == 1 && req->host_count == 0)
+        return fail(p, 400, "missing Host header");
+    struct strview host_field = req->host;
     int rc = split_target(p, req);
     if (rc)
         return rc;
-    if (req->http_minor == 1 && req->host_count == 0)
-        return fail(p, 400, "missing Host header");
-    if (req->host_count > 1)
-        return fail(p, 400, "more than one Host header");
+    if (!req->absolute_form && !http_host_valid(host_field.ptr, host_field.len))
+        return fail(p, 400, "invalid Host header");
     req->chunked = (p->flags & F_CHUNKED) != 0;
+    if (ps->te_fields) {
+        /* RFC 9112 6.1: Transfer-Encoding in HTTP/1.0 means faulty framing; 6.3: without a
+         * final chunked the length cannot be known. Both are 400 and close. */
+        if (req->http_minor == 0 || !req->chunked)
+            return fail(p, 400, "Transfer-Encoding without a final chunked");
+        if (ps->te_other)
+            return fail(p, 501, "transfer coding not implemented");
+    }
     req->content_length = req->chunked ? 0 : p->content_length;
     req->has_body = req->chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
     if (!req->chunked && req->content_length > ps->cfg->max_body_size)
@@ -195,6 +229,22 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
+/* llhttp accepts a chunk extension with an empty name (";=v"); chunk-ext-name is a token. */
+static int on_chunk_extension_name(llhttp_t *p, const char *at, size_t len)
+{
+    (void)at;
+    PS(p)->ext_name_len += len;
+    return 0;
+}
+
+static int on_chunk_extension_name_complete(llhttp_t *p)
+{
+    struct http_parse *ps = PS(p);
+    size_t n = ps->ext_name_len;
+    ps->ext_name_len = 0;
+    return n ? 0 : fail(p, 400, "empty chunk extension name");
+}
+
 static int on_message_complete(llhttp_t *p)
 {
     (void)p;
@@ -204,11 +254,14 @@ static int on_message_complete(llhttp_t *p)
 static const llhttp_settings_t settings = {
     .on_method = on_method,
     .on_url = on_url,
+    .on_version = on_version,
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
+    .on_chunk_extension_name = on_chunk_extension_name,
+    .on_chunk_extension_name_complete = on_chunk_extension_name_complete,
     .on_message_complete = on_message_complete,
 };
 
@@ -241,9 +294,10 @@ static int error_status(struct http_parse *ps, llhttp_errno_t err, const char *d
     case HPE_INVALID_METHOD:
         return looks_like_token_method(data, len) ? 501 : 400;
     case HPE_INVALID_VERSION:
-        return 505;
-    case HPE_INVALID_TRANSFER_ENCODING:
-        return 501;
+        return len ? http_version_error_status(data, len) : 400;
+    case HPE_PAUSED_H2_UPGRADE:
+        return 0; /* "PRI * HTTP/2.0 ... SM": a client speaking HTTP/2; close quietly */
+    case HPE_INVALID_TRANSFER_ENCODING: /* chunked not final, or applied twice: RFC 9112 6.3 */
     default:
         return 400;
     }
@@ -270,6 +324,8 @@ static enum http_parse_result run(struct http_parse *ps, const char *data, size_
         return HTTP_PARSE_DONE;
     }
     ps->status = error_status(ps, err, data, head ? len : 0);
+    if (!ps->status)
+        *consumed = (size_t)(llhttp_get_error_pos(p) - data);
     return ps->status ? HTTP_PARSE_ERROR : HTTP_PARSE_CLOSE;
 }
 
@@ -281,10 +337,21 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
     ps->in_body = false;
     ps->state = ST_NONE;
     ps->status = 0;
+    ps->te_fields = 0;
+    ps->te_other = false;
+    ps->saw_version = false;
+    ps->ext_name_len = 0;
+    ps->body_wire = 0;
     llhttp_reset(ps->parser);
     enum http_parse_result r = run(ps, data, len, consumed, true);
     if (r == HTTP_PARSE_INCOMPLETE && len > ps->cfg->max_head_size) {
         ps->status = 431;
+        return HTTP_PARSE_ERROR;
+    }
+    if ((r == HTTP_PARSE_HEAD || r == HTTP_PARSE_DONE) && http_has_obs_fold(data, *consumed)) {
+        /* llhttp joins folded lines into the value; RFC 9112 5.2 says reject. (Checked on the
+         * whole head: llhttp does not report a fold after an empty first line.) */
+        ps->status = 400;
         return HTTP_PARSE_ERROR;
     }
     return r;
@@ -295,7 +362,19 @@ enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, 
 {
     ps->in_body = true; /* the head's buffer may be gone; trailers are ignored */
     ps->status = 0;
-    return run(ps, data, len, consumed, false);
+    enum http_parse_result r = run(ps, data, len, consumed, false);
+    /* max_body_size bounds the decoded body (on_body); chunked framing adds bytes llhttp
+     * reports to nobody: chunk-size lines (any number of leading zeros), extensions, trailer
+     * fields. Without a bound a client could stream them forever. They may add up to
+     * max_request_head on top of the body. */
+    if (r == HTTP_PARSE_ERROR)
+        return r;
+    ps->body_wire += *consumed;
+    if (ps->body_wire > ps->cfg->max_body_size + ps->cfg->max_head_size) {
+        ps->status = 413;
+        return HTTP_PARSE_ERROR;
+    }
+    return r;
 }
 
 struct strview http_request_header(const struct http_request *req, const char *name, size_t len)

@@ -36,11 +36,16 @@ struct http_parse {
     struct http_request *req;    /* filled while parsing a head */
     const char *msg_start;       /* first byte of the head being parsed */
     uint64_t body_seen;          /* body bytes seen so far (limit check) */
+    uint64_t body_wire;          /* bytes of the body as sent, chunk framing included */
     http_body_cb on_body;
     void *body_arg;
     int status;                  /* error status on HTTP_PARSE_ERROR */
     bool in_body;                /* parsing a body: `req` belongs to an earlier event */
-    int state;                   /* internal */
+    int state;                   /* internal: which header callback came last */
+    bool saw_version;            /* internal: the request line had an HTTP-version */
+    bool te_other;               /* internal: a Transfer-Encoding value other than chunked */
+    unsigned te_fields;          /* internal: Transfer-Encoding field lines */
+    size_t ext_name_len;         /* internal: length of the chunk extension name so far */
 };
 
 /* Initialise a connection's parser (once per connection). */
@@ -53,7 +58,8 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
 
 /* Continue with body bytes after HTTP_PARSE_HEAD; bytes go to ps->on_body. Returns
  * HTTP_PARSE_INCOMPLETE (all consumed, body not finished), HTTP_PARSE_DONE (*consumed = the
- * bytes up to the end of the message), or HTTP_PARSE_ERROR. */
+ * bytes up to the end of the message), or HTTP_PARSE_ERROR.
+ * On HTTP_PARSE_CLOSE (from either function), *consumed is where parsing stopped. */
 enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, size_t len,
                                        size_t *consumed);
 

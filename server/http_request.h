@@ -25,6 +25,7 @@ struct http_request {
     bool has_body;               /* Content-Length > 0 or chunked */
     bool chunked;
     bool expect_continue;
+    bool absolute_form;          /* the target was "http(s)://authority/..." */
     uint64_t content_length;     /* when !chunked */
     struct strview method_name;
     struct strview target;       /* request-target as sent */

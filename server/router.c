@@ -85,9 +85,14 @@ int router_dispatch(struct http_exchange *ex)
     const struct http_request *req = ex->req;
     const struct site *site = site_select(&ex->rt->cfg.sites, req->host);
     if (req->path.len == 1 && req->path.ptr[0] == '*') {
-        /* OPTIONS * : about the server itself */
+        /* "OPTIONS *" asks about the server, not a resource (RFC 9110 9.3.7); the parser lets
+         * the asterisk through for OPTIONS only. */
         ex->loc = &site->base;
-        return ex->loc->ops->handle(ex->loc->instance, ex);
+        char head[RESP_HEAD_MAX];
+        struct response r;
+        resp_begin(&r, head, sizeof(head), 204, ex->date);
+        RESP_LIT(&r, "Allow: GET, HEAD, OPTIONS\r\n");
+        return ex_send(ex, &r, NULL, 0) < 0 ? -1 : 0;
     }
     /* Locations match the decoded, normalised path, so "/assets/../secret" cannot borrow the
      * rules of /assets/. */

@@ -1,8 +1,13 @@
 #!/bin/sh
-# Install the Debian packages lfhttpd's build and tests need, only those missing.
+# Install the Debian packages lfhttpd's build and tests need (or, with `fuzz`, the fuzzers),
+# only those missing.
 # Quiet when everything is already there. Used by `make deps` (and so by `make run`/`make test`).
 set -eu
 PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps nginx-light"
+# `deps.sh fuzz` (make fuzz): clang with libFuzzer and the sanitizer runtimes.
+if [ "${1:-}" = fuzz ]; then
+    PKGS="clang libclang-rt-dev llvm"
+fi
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -101,6 +101,10 @@ DIFFERENCES = [
     Diff("backslash", {"status"}, lambda rq: "\\" in rq[1] or "%5C" in rq[1].upper(),
          "lfhttpd refuses backslashes in paths with 400 (a separator on some platforms and to "
          "some proxies); nginx treats them as ordinary file-name bytes (404)."),
+    Diff("raw-non-ascii-target", {"status"}, lambda rq: any(ord(ch) > 0x7e for ch in rq[1]),
+         "A request-target is ASCII (RFC 9112 3.2, RFC 3986): raw bytes >= 0x80 must be "
+         "percent-encoded. lfhttpd's llhttp runs in strict mode and answers 400; nginx accepts "
+         "the raw bytes (404 here)."),
     Diff("fifo", {"status"}, lambda rq: _path(rq) == "/fifo",
          "A FIFO is not a regular file: lfhttpd 403, nginx 404 (neither serves it)."),
     Diff("gzip-star-and-x-gzip", {"content-encoding", "content-length", "body"},

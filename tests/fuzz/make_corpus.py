@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Write the seed corpora tests/fuzz/corpus/<harness>/ (run from anywhere; idempotent).
+
+Each seed is [config byte][4 split-seed bytes][a byte stream]; see the harnesses. The streams
+are small valid and invalid requests covering what the server distinguishes: methods, target
+forms, versions, Host, framing (Content-Length, chunked, extensions, trailers), Expect,
+pipelining, limits, and the HTTP/2 preface."""
+
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+H = b"Host: x\r\n"
+STREAMS = {
+    "get": b"GET / HTTP/1.1\r\n" + H + b"\r\n",
+    "get-file": b"GET /one.txt HTTP/1.1\r\n" + H + b"\r\n",
+    "get-big": b"GET /big.bin HTTP/1.1\r\n" + H + b"\r\n",
+    "head": b"HEAD /kib.txt HTTP/1.1\r\n" + H + b"\r\n",
+    "pipeline-kib": (b"GET /kib.txt HTTP/1.1\r\n" + H + b"\r\n") * 12 + b"GET /big.bin HTTP/1.1\r\n"
+                    + H + b"Connection: close\r\n\r\n",
+    "options-star": b"OPTIONS * HTTP/1.1\r\n" + H + b"\r\n",
+    "options-file": b"OPTIONS /one.txt HTTP/1.1\r\n" + H + b"\r\n",
+    "http10": b"GET /one.txt HTTP/1.0\r\n\r\n",
+    "http10-keepalive": b"GET /one.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                        b"GET /kib.txt HTTP/1.0\r\n\r\n",
+    "close": b"GET /one.txt HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+    "absolute": b"GET http://example.com:8080/sub/a.css?x=1 HTTP/1.1\r\n" + H + b"\r\n",
+    "absolute-noslash": b"GET https://example.com?q HTTP/1.1\r\n" + H + b"\r\n",
+    "query-percent": b"GET /sub/%61.css?a=%20b&c=%zz HTTP/1.1\r\n" + H + b"\r\n",
+    "traversal": b"GET /../%2e%2e/sub/./../.hidden HTTP/1.1\r\n" + H + b"\r\n",
+    "dir-redirect": b"GET /sub?x HTTP/1.1\r\n" + H + b"\r\n",
+    "pipeline": (b"GET /one.txt HTTP/1.1\r\n" + H + b"\r\n") * 3 + b"HEAD /big.bin HTTP/1.1\r\n"
+                + H + b"\r\n",
+    "post-cl": b"POST /one.txt HTTP/1.1\r\n" + H + b"Content-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n"
+               + H + b"\r\n",
+    "post-chunked": b"POST /one.txt HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+                    b"5;e=v\r\nhello\r\n1\r\n!\r\n0\r\nTrailer: t\r\n\r\nGET /one.txt HTTP/1.1\r\n"
+                    + H + b"\r\n",
+    "get-chunked-body": b"GET /kib.txt HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+                        b"a\r\n0123456789\r\n0\r\n\r\n",
+    "expect": b"POST /one.txt HTTP/1.1\r\n" + H + b"Expect: 100-continue\r\nContent-Length: 3\r\n"
+              b"\r\nabc",
+    "expect-nobody": b"PUT /x HTTP/1.1\r\n" + H + b"Expect: 100-continue\r\nContent-Length: 9\r\n\r\n",
+    "cl-te": b"POST / HTTP/1.1\r\n" + H + b"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+             b"0\r\n\r\n",
+    "te-gzip": b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+    "te-http10": b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "cl-dup": b"POST / HTTP/1.1\r\n" + H + b"Content-Length: 1\r\nContent-Length: 1\r\n\r\na",
+    "obs-fold": b"GET / HTTP/1.1\r\n" + H + b"X-A: a\r\n b\r\n\r\n",
+    "bare-cr": b"GET / HTTP/1.1\r\n" + H + b"Content-Length: 3\r\n\rXabc",
+    "space-colon": b"GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+    "no-host": b"GET / HTTP/1.1\r\n\r\n",
+    "two-host": b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    "bad-host": b"GET / HTTP/1.1\r\nHost: [::1]:80x\r\n\r\n",
+    "v6-host": b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
+    "http09": b"GET /\r\n\r\n",
+    "http2-version": b"GET / HTTP/2.0\r\n" + H + b"\r\n",
+    "bad-version": b"GET / HTTP/1.x\r\n" + H + b"\r\n",
+    "preface": b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
+    "connect": b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+    "unknown-method": b"BREW /pot HTTP/1.1\r\n" + H + b"\r\n",
+    "trace": b"TRACE / HTTP/1.1\r\n" + H + b"\r\n",
+    "upgrade": b"GET / HTTP/1.1\r\n" + H + b"Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+    "long-uri": b"GET /" + b"a" * 200 + b" HTTP/1.1\r\n" + H + b"\r\n",
+    "many-headers": b"GET / HTTP/1.1\r\n" + H + b"".join(b"X-%d: v\r\n" % i for i in range(12))
+                    + b"\r\n",
+    "big-body": b"POST / HTTP/1.1\r\n" + H + b"Content-Length: 300\r\n\r\n" + b"b" * 300,
+    "chunk-ext-bad": b"POST / HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n"
+                     b"3;=x\r\nabc\r\n0\r\n\r\n",
+    "leading-crlf": b"\r\n\r\nGET /one.txt HTTP/1.1\r\n" + H + b"\r\n",
+    "bare-lf": b"GET /one.txt HTTP/1.1\nHost: x\n\n",
+    "garbage": b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + bytes(range(0, 256, 7)),
+}
+
+# [config byte, split seed]: plain/whole, small limits, half-close, non-reading client
+PREFIXES = {
+    "fuzz_request": [b"\x00\x00\x00\x00\x00", b"\x01\x12\x34\x56\x78"],
+    "fuzz_connection": [b"\x02\x00\x00\x00\x00", b"\x03\x9a\xbc\xde\xf0", b"\x06\x01\x02\x03\x04"],
+}
+
+
+# seeds written with every prefix (the rest with one, rotating)
+ALL_PREFIXES = ("get", "get-big", "pipeline", "pipeline-kib", "post-chunked", "expect-nobody")
+
+
+def main():
+    for harness, prefixes in PREFIXES.items():
+        d = os.path.join(HERE, "corpus", harness)
+        os.makedirs(d, exist_ok=True)
+        for name, stream in STREAMS.items():
+            for i, p in enumerate(prefixes):
+                # one prefix per seed, rotating, keeps the corpus to a few dozen files
+                if hash_index(name) % len(prefixes) != i and name not in ALL_PREFIXES:
+                    continue
+                with open(os.path.join(d, "%s-%d" % (name, i)), "wb") as f:
+                    f.write(p + stream)
+
+
+def hash_index(name):
+    return sum(name.encode())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Per-phase timeouts (timer sweep every 250 ms): request head (slowloris, counted from the
+first byte), body (between reads), keep-alive idle, and send (a client that stops reading)."""
+
+import os
+import select
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib.server import Conn, T, req  # noqa: E402
+from lib.probe import configured, fd_count, wait_until  # noqa: E402
+
+TICK = 0.25   # the server's timer period
+SLACK = 1.0   # scheduling slack on a shared machine (scaled by T() for sanitizer builds)
+
+
+def _closed(c, wait):
+    """True if the server closed within `wait` s (any data it sends first is kept in c.buf)."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        r, _, _ = select.select([c.sock], [], [], left)
+        if r:
+            try:
+                chunk = c.sock.recv(65536)
+            except ConnectionResetError:
+                return True
+            if not chunk:
+                return True
+            c.buf += chunk
+
+
+def _assert_closed_between(c, t0, lo, hi, what):
+    """Wait until the server closes `c`; the close must come between t0+lo and t0+hi."""
+    ok = _closed(c, max(0.0, t0 + hi - time.monotonic()))
+    elapsed = time.monotonic() - t0
+    assert ok, "%s: still open after %.2f s" % (what, elapsed)
+    assert elapsed >= lo, "%s: closed after %.2f s, before its timeout (%.2f s)" % (
+        what, elapsed, lo)
+    return elapsed
+
+
+def test_slowloris_head_closed_at_timeout_header_from_first_byte(tmpdir):
+    srv = configured(tmpdir, {"timeout_header": "1500ms"})
+    with Conn(srv) as c:
+        time.sleep(0.8)   # idle before the first byte does not count (nor extend the limit)
+        t0 = time.monotonic()
+        head = b"GET /one.txt HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000
+        i = 0
+        while True:
+            try:
+                c.sock.send(head[i:i + 1])
+            except OSError:
+                break
+            i += 1
+            if _closed(c, 0.5):
+                break
+            assert time.monotonic() - t0 < 1.5 + TICK + T(SLACK) + 1, "slowloris never closed"
+        elapsed = time.monotonic() - t0
+        assert elapsed >= 1.5 - 0.05, "closed after %.2f s, before timeout_header" % elapsed
+        assert elapsed <= 1.5 + TICK + T(SLACK), "closed only after %.2f s" % elapsed
+        assert bytes(c.buf) == b"", "a response to an incomplete head: %r" % bytes(c.buf[:80])
+
+
+def test_slow_but_complete_head_is_served(tmpdir):
+    srv = configured(tmpdir, {"timeout_header": "2s"})
+    with Conn(srv) as c:
+        c.send_slowly(req("GET", "/one.txt"), chunk=4, pause=0.02)
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"1"
+
+
+def test_header_timeout_on_keepalive_connection(tmpdir):
+    # The second request's head is timed from its own first byte.
+    srv = configured(tmpdir, {"timeout_header": "1s", "timeout_keepalive": "10s"})
+    with Conn(srv) as c:
+        c.send(req("GET", "/one.txt"))
+        assert c.read_response().status == 200
+        time.sleep(1.2)   # idle keep-alive: longer than timeout_header, within keepalive
+        t0 = time.monotonic()
+        c.send(b"GET /one.txt HTTP/1.1\r\n")
+        _assert_closed_between(c, t0, 1.0 - 0.05, 1.0 + TICK + T(SLACK), "second head")
+
+
+def test_body_timeout_between_reads(tmpdir):
+    srv = configured(tmpdir, {"timeout_body": "1s"})
+    with Conn(srv) as c:
+        c.send(req("POST", "/one.txt", {"Content-Length": "100"}) + b"x" * 10)
+        r = c.read_response("POST")
+        assert r.status == 405
+        # trickling keeps it alive: each read restarts timeout_body
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2.0:
+            c.send(b"x")
+            time.sleep(0.4)
+            assert c.is_open(0.01), "closed while the body was still arriving"
+        t0 = time.monotonic()
+        _assert_closed_between(c, t0, 1.0 - 0.45, 1.0 + TICK + T(SLACK), "stalled body")
+
+
+def test_keepalive_idle_timeout(tmpdir):
+    srv = configured(tmpdir, {"timeout_keepalive": "1s"})
+    with Conn(srv) as c:
+        for _ in range(3):   # activity restarts the idle timer
+            c.send(req("GET", "/one.txt"))
+            assert c.read_response().status == 200
+            time.sleep(0.6)
+        t0 = time.monotonic() - 0.6
+        _assert_closed_between(c, t0, 1.0 - 0.05, 1.0 + TICK + T(SLACK), "idle keep-alive")
+
+
+def test_send_timeout_client_stops_reading(tmpdir):
+    # A client requests 50 MiB and reads nothing: once the socket buffers are full the server
+    # makes no progress and closes the connection after timeout_send, without blocking a
+    # thread meanwhile (another client is served while it waits).
+    srv = configured(tmpdir, {"timeout_send": "1s"})
+    size = 50 * 1024 * 1024
+    with open(os.path.join(srv.tree.root, "huge.bin"), "wb") as f:
+        f.truncate(size)
+    pid = srv.proc.pid
+    with Conn(srv) as warm:  # the open-file cache keeps a served large file open: warm it first
+        for method, path in (("HEAD", "/huge.bin"), ("GET", "/one.txt")):
+            warm.send(req(method, path))
+            warm.read_response(method)
+    # let the warm-up connection's close land before taking the baseline
+    base, end = fd_count(pid), time.monotonic() + T(3)
+    while time.monotonic() < end:
+        time.sleep(0.1)
+        now = fd_count(pid)
+        if now == base:
+            break
+        base = now
+    c = Conn(srv, rcvbuf=4096)
+    try:
+        c.send(req("GET", "/huge.bin"))
+        t0 = time.monotonic()
+        assert wait_until(lambda: fd_count(pid) > base, 2)   # socket + file open
+        with Conn(srv) as other:
+            other.send(req("GET", "/one.txt"))
+            assert other.read_response().status == 200
+        assert wait_until(lambda: fd_count(pid) <= base, 1.0 + TICK + T(SLACK) + 1), \
+            "the stalled response was not abandoned"
+        elapsed = time.monotonic() - t0
+        assert elapsed >= 1.0 - 0.05, "gave up after %.2f s" % elapsed
+        # what the client can still read is a truncated response, then the end
+        got = 0
+        c.sock.settimeout(T(5))
+        try:
+            while True:
+                chunk = c.sock.recv(1 << 20)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except (ConnectionResetError, socket.timeout):
+            pass
+        assert got < size, "the whole file arrived: the connection was not closed"
+    finally:
+        c.close()
