@@ -34,6 +34,29 @@ static void config_defaults(struct config *cfg)
     cfg->timeout_keepalive = 75000;
     cfg->timeout_send = 60000;
     cfg->drain_timeout = 30000;
+    cfg->timeout_handshake = 10000;
+    cfg->tls_session_cache = 20480;
+    cfg->tls_session_timeout = 3600000;
+    cfg->tls_ticket_rotation = 3600000;
+}
+
+bool config_has_tls(const struct config *cfg)
+{
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        if (cfg->listen[i].tls)
+            return true;
+    return false;
+}
+
+/* Remove the plain (tls == false) or the TLS listeners: command-line listeners of one kind
+ * replace the file's listeners of that kind. */
+static void drop_listeners(struct config *cfg, bool tls)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        if (cfg->listen[i].tls != tls)
+            cfg->listen[n++] = cfg->listen[i];
+    cfg->nlisten = n;
 }
 
 int config_parse_listen(const char *s, struct listen_addr *la)
@@ -77,7 +100,10 @@ int config_parse_listen(const char *s, struct listen_addr *la)
 
 /* ---- configuration file ---------------------------------------------------------------- */
 
-enum dir_kind { D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_INDEX, D_THREADS, D_LOGLEVEL };
+enum dir_kind {
+    D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_TLS_LISTEN, D_INDEX, D_THREADS, D_LOGLEVEL,
+    D_CERT, D_ONOFF,
+};
 
 struct directive {
     const char *name;
@@ -104,6 +130,15 @@ static const struct directive directives[] = {
     { "timeout_keepalive", D_DURATION, F(timeout_keepalive), 1, 86400000 },
     { "timeout_send", D_DURATION, F(timeout_send), 1, 86400000 },
     { "drain_timeout", D_DURATION, F(drain_timeout), 0, 86400000 },
+    { "timeout_handshake", D_DURATION, F(timeout_handshake), 1, 86400000 },
+    { "tls_listen", D_TLS_LISTEN, 0, 0, 0 },
+    { "tls_certificate", D_CERT, 0, 0, 0 },
+    { "tls_passphrase_file", D_STRING, F(tls_passphrase_file), 0, 0 },
+    { "tls_session_cache", D_UINT, F(tls_session_cache), 0, 10000000 },
+    { "tls_session_timeout", D_DURATION, F(tls_session_timeout), 1000, 86400000 },
+    { "tls_session_ticket_rotation", D_DURATION, F(tls_ticket_rotation), 0, 86400000 },
+    { "tls_hsts", D_UINT, F(tls_hsts), 0, 315360000 },
+    { "tls_redirect_http", D_ONOFF, F(tls_redirect_http), 0, 0 },
 };
 #undef F
 
@@ -148,9 +183,46 @@ static int parse_number(const char *s, enum dir_kind kind, uint64_t *out)
     return 0;
 }
 
-/* Apply one directive. `where` prefixes error messages ("FILE:LINE" or "--flag"). */
-static int apply_directive(struct config *cfg, const char *where, const char *name, char **args,
+/* tls_certificate CERT KEY [SERVER_NAME...] */
+static int add_certificate(struct config *cfg, const char *where, unsigned line, char **args,
                            int nargs)
+{
+    if (cfg->ncerts >= CONFIG_MAX_CERTS) {
+        fprintf(stderr, "%s: too many certificates (at most %d)\n", where, CONFIG_MAX_CERTS);
+        return -1;
+    }
+    struct tls_cert_conf *tc = &cfg->certs[cfg->ncerts];
+    memset(tc, 0, sizeof(*tc));
+    if (strlen(args[0]) >= sizeof(tc->cert) || strlen(args[1]) >= sizeof(tc->key)) {
+        fprintf(stderr, "%s: certificate or key path too long\n", where);
+        return -1;
+    }
+    snprintf(tc->cert, sizeof(tc->cert), "%s", args[0]);
+    snprintf(tc->key, sizeof(tc->key), "%s", args[1]);
+    size_t len = 0;
+    for (int i = 2; i < nargs; i++) {
+        size_t n = strlen(args[i]);
+        bool ok = n > 0 && n < 254 && len + n + 1 < sizeof(tc->names);
+        for (size_t k = 0; ok && k < n; k++)
+            ok = isalnum((unsigned char)args[i][k]) || strchr("-.*_", args[i][k]);
+        if (!ok) {
+            fprintf(stderr, "%s: invalid server name '%s'\n", where, args[i]);
+            return -1;
+        }
+        if (len)
+            tc->names[len++] = ' ';
+        for (size_t k = 0; k < n; k++)
+            tc->names[len++] = (char)tolower((unsigned char)args[i][k]);
+    }
+    tc->line = line;
+    cfg->ncerts++;
+    return 0;
+}
+
+/* Apply one directive. `where` prefixes error messages ("FILE:LINE" or "--flag"); `line` is the
+ * configuration file's line (0 for the command line). */
+static int apply_directive(struct config *cfg, const char *where, unsigned line, const char *name,
+                           char **args, int nargs)
 {
     const struct directive *d = NULL;
     for (size_t i = 0; i < sizeof(directives) / sizeof(directives[0]); i++)
@@ -160,7 +232,12 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
     }
-    if (nargs < 1 || (d->kind != D_INDEX && nargs > 1)) {
+    if (d->kind == D_CERT && nargs < 2) {
+        fprintf(stderr, "%s: '%s' takes a certificate file, a key file and optional server "
+                        "names\n", where, name);
+        return -1;
+    }
+    if (nargs < 1 || (d->kind != D_INDEX && d->kind != D_CERT && nargs > 1)) {
         fprintf(stderr, "%s: '%s' takes %s\n", where, name,
                 d->kind == D_INDEX ? "one or more file names" : "exactly one value");
         return -1;
@@ -169,6 +246,7 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
     uint64_t v;
     switch (d->kind) {
     case D_LISTEN:
+    case D_TLS_LISTEN:
         if (cfg->nlisten >= CONFIG_MAX_LISTEN) {
             fprintf(stderr, "%s: too many listeners (at most %d)\n", where, CONFIG_MAX_LISTEN);
             return -1;
@@ -178,7 +256,16 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
                     where, args[0]);
             return -1;
         }
-        cfg->nlisten++;
+        cfg->listen[cfg->nlisten++].tls = d->kind == D_TLS_LISTEN;
+        return 0;
+    case D_CERT:
+        return add_certificate(cfg, where, line, args, nargs);
+    case D_ONOFF:
+        if (strcmp(args[0], "on") && strcmp(args[0], "off")) {
+            fprintf(stderr, "%s: '%s' takes on or off\n", where, name);
+            return -1;
+        }
+        *(bool *)(void *)(base + d->offset) = !strcmp(args[0], "on");
         return 0;
     case D_STRING:
         if (strlen(args[0]) >= PATH_MAX) {
@@ -281,10 +368,10 @@ static int config_load_file(struct config *cfg, const char *path)
         if (rc || n == 0)
             continue;
         if (!strcmp(args[0], "listen") && !had_listen) {
-            cfg->nlisten = 0; /* the file's listeners replace the built-in default */
+            drop_listeners(cfg, false); /* the file's listeners replace the default */
             had_listen = true;
         }
-        rc = apply_directive(cfg, where, args[0], args + 1, n - 1);
+        rc = apply_directive(cfg, where, lineno, args[0], args + 1, n - 1);
     }
     fclose(f);
     return rc;
@@ -302,6 +389,10 @@ static void usage(FILE *out)
             "  -r, --root DIR          document root (default ./www); also the ROOT argument\n"
             "  -t, --threads N         pool threads (default: one per CPU)\n"
             "  -c, --config FILE       read the configuration file FILE\n"
+            "      --tls-listen ADDR:PORT  HTTPS listener (repeatable; needs a certificate)\n"
+            "      --cert FILE         TLS certificate chain, PEM (repeatable: the first is the\n"
+            "                          default, the others are chosen by SNI)\n"
+            "      --key FILE          private key of the --cert in the same position (PEM)\n"
             "  -t, --test              with no number after it: check the configuration, exit\n"
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
@@ -333,7 +424,9 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
     if (cfg->config_file && config_load_file(cfg, cfg->config_file) < 0)
         return CONFIG_ERROR;
 
-    bool cli_listen = false;
+    bool cli_listen = false, cli_tls_listen = false;
+    const char *cli_cert[CONFIG_MAX_CERTS + 1], *cli_key[CONFIG_MAX_CERTS + 1];
+    unsigned ncli_cert = 0, ncli_key = 0;
     bool only_args = false;
     const char *root_arg = NULL;
     for (int i = 1; i < argc; i++) {
@@ -367,13 +460,14 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
         /* Options with a value: --name VALUE, --name=VALUE, -x VALUE, -xVALUE. */
         static const struct { char s; const char *l; } opts[] = {
             { 'l', "listen" }, { 'r', "root" }, { 't', "threads" }, { 'c', "config" },
+            { 0, "tls-listen" }, { 0, "cert" }, { 0, "key" },
         };
         for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]) && !name; k++) {
             size_t ll = strlen(opts[k].l);
             if (a[1] == '-' && !strncmp(a + 2, opts[k].l, ll) && (a[2 + ll] == '=' || !a[2 + ll])) {
                 name = opts[k].l;
                 val = a[2 + ll] == '=' ? a + 3 + ll : NULL;
-            } else if (a[1] == opts[k].s) {
+            } else if (opts[k].s && a[1] == opts[k].s) {
                 name = opts[k].l;
                 val = a[2] ? a + 2 : NULL;
             }
@@ -393,18 +487,57 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv)
         snprintf(where, sizeof(where), "lfhttpd: --%s", name);
         if (!strcmp(name, "config"))
             continue; /* handled in pass 1 */
+        if (!strcmp(name, "cert") || !strcmp(name, "key")) {
+            bool cert = name[0] == 'c';
+            unsigned *n = cert ? &ncli_cert : &ncli_key;
+            if (*n == CONFIG_MAX_CERTS) {
+                fprintf(stderr, "%s: at most %d certificates\n", where, CONFIG_MAX_CERTS);
+                return CONFIG_ERROR;
+            }
+            (cert ? cli_cert : cli_key)[(*n)++] = val;
+            continue;
+        }
         if (!strcmp(name, "listen") && !cli_listen) {
-            cfg->nlisten = 0; /* command-line listeners replace the file's */
+            drop_listeners(cfg, false); /* command-line listeners replace the file's */
             cli_listen = true;
         }
-        if (apply_directive(cfg, where, name, &val, 1) < 0)
+        if (!strcmp(name, "tls-listen") && !cli_tls_listen) {
+            drop_listeners(cfg, true);
+            cli_tls_listen = true;
+        }
+        if (apply_directive(cfg, where, 0, !strcmp(name, "tls-listen") ? "tls_listen" : name,
+                            &val, 1) < 0)
             return CONFIG_ERROR;
+    }
+    if (ncli_cert || ncli_key) {
+        /* --cert/--key pairs (in order) replace the file's certificates. */
+        if (ncli_cert != ncli_key) {
+            fprintf(stderr, "lfhttpd: --cert and --key must be given in pairs (%u --cert, "
+                            "%u --key)\n", ncli_cert, ncli_key);
+            return CONFIG_ERROR;
+        }
+        cfg->ncerts = 0;
+        for (unsigned i = 0; i < ncli_cert; i++) {
+            char *pair[2] = { (char *)(uintptr_t)cli_cert[i], (char *)(uintptr_t)cli_key[i] };
+            if (add_certificate(cfg, "lfhttpd: --cert", 0, pair, 2) < 0)
+                return CONFIG_ERROR;
+        }
     }
     if (root_arg)
         snprintf(cfg->root, sizeof(cfg->root), "%s", root_arg);
     if (cfg->nlisten == 0) {
         config_parse_listen("0.0.0.0:8080", &cfg->listen[0]);
         cfg->nlisten = 1;
+    }
+    bool tls = config_has_tls(cfg);
+    if (tls && cfg->ncerts == 0) {
+        fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key FILE, "
+                        "or tls_certificate in the configuration file)\n");
+        return CONFIG_ERROR;
+    }
+    if (cfg->tls_redirect_http && !tls) {
+        fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
+        return CONFIG_ERROR;
     }
     if (cfg->threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
