@@ -61,6 +61,12 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         memcpy(&c->peer.sin6_addr.s6_addr[12], &in4->sin_addr, 4);
     }
     http_parser_init(&c->parser);
+    if (l->addr->tls && transport_tls_attach(c, srv->tls) < 0) {
+        close(fd);
+        free(c);
+        server_conn_closed(srv);
+        return -ENOMEM;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
@@ -71,7 +77,10 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     srv->conns = c;
     pthread_mutex_unlock(&srv->conns_lock);
 
-    atomic_store_explicit(&c->deadline, now_ms() + srv->cfg.timeout_header, memory_order_relaxed);
+    atomic_store_explicit(&c->deadline,
+                          now_ms() + (c->handshaking ? srv->cfg.timeout_handshake
+                                                     : srv->cfg.timeout_header),
+                          memory_order_relaxed);
     atomic_store_explicit(&c->armed, ARMED_IDLE, memory_order_release);
     int rc = hs_add(&srv->hs, &c->eh, EPOLLIN);
     if (rc < 0) {
@@ -86,6 +95,8 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         if (c->next)
             c->next->prev = c->prev;
         pthread_mutex_unlock(&srv->conns_lock);
+        if (c->tp->release)
+            c->tp->release(c);
         close(fd);
         free(c);
         server_conn_closed(srv);
@@ -106,6 +117,8 @@ static void conn_close(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&srv->conns_lock);
+    if (c->tp->release)
+        c->tp->release(c);
     close(c->eh.fd);
     if (c->file_fd >= 0)
         close(c->file_fd);
@@ -120,6 +133,10 @@ static void conn_close(struct conn *c)
 static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
                      bool keep_deadline)
 {
+    if (c->tp_want) {
+        events = c->tp_want; /* the transport must first move bytes the other way */
+        c->tp_want = 0;
+    }
     if (!keep_deadline)
         atomic_store_explicit(&c->deadline, now_ms() + timeout_ms, memory_order_relaxed);
     /* Publish `armed` before the handle is live: afterwards another thread may own it. */
@@ -527,6 +544,9 @@ static void conn_serve(struct conn *c, struct worker *w)
         }
         if (c->phase == PH_BODY) {
             conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+        } else if (c->handshaking) {
+            /* the whole handshake must finish within timeout_handshake from accept */
+            conn_arm(c, EPOLLIN, ARMED_IDLE, cfg->timeout_handshake, true);
         } else if (have > 0) {
             bool keep = c->head_deadline;
             c->head_deadline = true;

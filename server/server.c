@@ -27,6 +27,8 @@
 #include "log.h"
 #include "mime.h"
 #include "router.h"
+#include "tls.h"
+#include "transport.h"
 
 #define TICK_MS 250
 
@@ -171,6 +173,12 @@ int server_init(struct server *srv, const struct config *cfg)
         return -1;
     }
 
+    if (cfg->ncerts > 0) {
+        srv->tls = tls_ctx_create(&srv->cfg); /* prints its own error line */
+        if (!srv->tls)
+            return -1;
+    }
+
     if (cfg->test_only)
         return 0; /* -t: the configuration is valid; bind nothing */
 
@@ -241,6 +249,8 @@ void server_destroy(struct server *srv)
     while (srv->conns) {
         struct conn *c = srv->conns;
         srv->conns = c->next;
+        if (c->tp->release)
+            c->tp->release(c);
         close(c->eh.fd);
         if (c->file_fd >= 0)
             close(c->file_fd);
@@ -263,6 +273,8 @@ void server_destroy(struct server *srv)
         router_destroy(srv->router);
         free(srv->router);
     }
+    if (srv->tls)
+        tls_ctx_unref(srv->tls);
     mime_table_free(srv->mime);
     if (srv->root_fd >= 0)
         close(srv->root_fd);

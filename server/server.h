@@ -18,12 +18,13 @@
 struct conn;
 struct mime_table;
 struct router;
+struct tls_ctx;
 
 struct listener {
     struct event_handler eh;     /* first member: data.ptr of its epoll registration */
     struct server *srv;
     const struct listen_addr *addr;
-    char url[96];                /* "http://127.0.0.1:8080", with the bound port */
+    char url[96];                /* "http(s)://127.0.0.1:8080", with the bound port */
     _Atomic int paused;          /* 1: not re-armed (connection limit or EMFILE) */
 };
 
@@ -37,6 +38,9 @@ struct server {
     int root_fd;                 /* O_PATH directory fd of the document root */
     struct mime_table *mime;
     struct router *router;
+    /* TLS context of the TLS listeners (NULL without them). A connection takes its own reference
+     * at accept, so a reload may swap this pointer while old connections keep the old one. */
+    struct tls_ctx *tls;
 
     struct handle_set hs;
     struct thread_pool pool;
