@@ -23,6 +23,7 @@
 #include "router.h"
 #include "server.h"
 #include "thread_pool.h"
+#include "tls_http.h"
 #include "transport.h"
 
 #define READ_BUF_SIZE (64 * 1024)      /* the processing thread's request buffer */
@@ -241,6 +242,8 @@ static int conn_flush(struct conn *c, struct worker *w)
 /* Append Content-Length (unless the status forbids a body), Connection and the blank line. */
 static void finish_head(struct http_exchange *ex, struct response *r, uint64_t body_len)
 {
+    if (ex->conn->ssl)
+        tls_http_add_headers(ex, r);
     if (!http_status_has_no_body(r->status))
         resp_header_u64(r, "Content-Length", 14, body_len);
     if (!ex->keep_alive)
@@ -401,7 +404,8 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
      * the body's framing is in doubt: close after the response. */
     if (body_follows && req->expect_continue)
         ex.keep_alive = false;
-    int status = router_dispatch(srv->router, &ex);
+    int status = !c->ssl && srv->cfg.tls_redirect_http ? tls_http_redirect(&ex)
+                                                       : router_dispatch(srv->router, &ex);
     int rc = 0;
     if (!ex.responded)
         rc = ex_send_error(&ex, status >= 400 ? status : 500);
