@@ -2,7 +2,7 @@
 # Install the Debian packages lfhttpd's build and tests need, only those missing.
 # Quiet when everything is already there. Used by `make deps` (and so by `make run`/`make test`).
 set -eu
-PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps"
+PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps testssl.sh"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
