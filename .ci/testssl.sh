@@ -65,7 +65,7 @@ for scan in "a.test -p -s -f -P -S -h -U" "b.test -S -f"; do
     read -r host checks <<< "$scan"
     # shellcheck disable=SC2086
     testssl --quiet --warnings off --color 0 --fast --nodns none --ip 127.0.0.1 \
-        --connect-timeout 10 --openssl-timeout 10 --add-ca "$tmp/pki/ca.pem" $checks \
+        --connect-timeout 10 --openssl-timeout 30 --add-ca "$tmp/pki/ca.pem" $checks \
         --jsonfile "$tmp/$host.json" "https://$host:$port/" > "$tmp/$host.txt" 2>&1
     rc=$?
     # testssl.sh's exit status counts findings; only a missing report is an error here.

@@ -242,10 +242,8 @@ def test_pipelined_input_larger_than_the_read_buffer(tmpdir):
     data = b"".join(req("HEAD", "/kib.txt") for _ in range(n)) + req("GET", "/kib.txt")
     assert len(data) > 64 * 1024
     with TLSConn(srv.https, timeout=30) as c:
-        t = threading.Thread(target=c.send, args=(data,))
-        t.start()
+        c.send_while_reading(data)
         rs = c.read_responses(["HEAD"] * n + ["GET"])
-        t.join()
         assert all(r.status == 200 for r in rs)
         assert rs[-1].body == srv.files["/kib.txt"]
 
@@ -254,11 +252,8 @@ def test_request_body_discarded_over_tls(tmpdir):
     srv = tls_server(tmpdir)
     body = b"x" * 200000
     with TLSConn(srv.https, timeout=30) as c:
-        t = threading.Thread(target=c.send, args=(req("POST", "/kib.txt", body=body) +
-                                                  req("GET", "/one.txt"),))
-        t.start()
+        c.send_while_reading(req("POST", "/kib.txt", body=body) + req("GET", "/one.txt"))
         r1, r2 = c.read_responses(["POST", "GET"])
-        t.join()
         assert r1.status == 405 and r2.status == 200 and r2.body == b"1"
 
 

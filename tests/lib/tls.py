@@ -14,11 +14,13 @@
 """
 
 import os
+import select
 import shutil
 import socket
 import ssl
 import subprocess
 import tempfile
+import time
 
 from lib.pki import Pki, make_pki
 from lib.server import BUILD, REPO, Conn, Server, T, curl, fixture_tree  # noqa: F401
@@ -111,6 +113,39 @@ class TLSConn(Conn):
     def __init__(self, addr, name="a.test", ctx=None, timeout=10.0, rcvbuf=None):
         super().__init__(addr, timeout, rcvbuf=rcvbuf)
         self.sock = (ctx or client_ctx()).wrap_socket(self.sock, server_hostname=name)
+
+    def send_while_reading(self, data):
+        """Send `data` while reading whatever arrives meanwhile into the response buffer.
+
+        One thread does both: an SSL object must not be used by two threads at once, so a
+        writer thread next to a reader would corrupt the client, not test the server."""
+        sock = self.sock
+        sock.setblocking(False)
+        out = memoryview(data)
+        deadline = time.monotonic() + self.timeout
+        try:
+            while out:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise socket.timeout("send_while_reading: %d bytes unsent" % len(out))
+                r, w, _ = select.select([sock], [sock], [], left)
+                if w:
+                    try:
+                        out = out[sock.send(out[:16384]):]
+                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                        pass
+                while r or sock.pending():
+                    r = None
+                    try:
+                        chunk = sock.recv(65536)
+                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                        break
+                    if not chunk:
+                        self.eof = True
+                        return
+                    self.buf += chunk
+        finally:
+            sock.settimeout(self.timeout)
 
     def _fill(self, n=65536):
         try:
