@@ -53,12 +53,12 @@ int acceptor_open(struct server *srv, struct listener *l)
         const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
         inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
         port = ntohs(s6->sin6_port);
-        snprintf(l->url, sizeof(l->url), "http://[%s]:%u", host, port);
+        snprintf(l->url, sizeof(l->url), "%s://[%s]:%u", la->tls ? "https" : "http", host, port);
     } else {
         const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
         inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
         port = ntohs(s4->sin_port);
-        snprintf(l->url, sizeof(l->url), "http://%s:%u", host, port);
+        snprintf(l->url, sizeof(l->url), "%s://%s:%u", la->tls ? "https" : "http", host, port);
     }
     l->eh.fd = fd;
     l->eh.ops = &acceptor_ops;

@@ -36,11 +36,34 @@ static void config_defaults(struct config *cfg)
     cfg->file_cache_entries = 10000;
     cfg->file_cache_size = 64 * 1024 * 1024;
     cfg->file_cache_valid = 1000;
+    cfg->timeout_handshake = 10000;
+    cfg->tls_session_cache = 20480;
+    cfg->tls_session_timeout = 3600000;
+    cfg->tls_ticket_rotation = 3600000;
     cfg->timeout_header = 60000;
     cfg->timeout_body = 60000;
     cfg->timeout_keepalive = 75000;
     cfg->timeout_send = 60000;
     cfg->drain_timeout = 30000;
+}
+
+bool config_has_tls(const struct config *cfg)
+{
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        if (cfg->listen[i].tls)
+            return true;
+    return false;
+}
+
+/* Remove the plain (tls == false) or the TLS listeners: command-line listeners of one kind
+ * replace the file's listeners of that kind. */
+static void drop_listeners(struct config *cfg, bool tls)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        if (cfg->listen[i].tls != tls)
+            cfg->listen[n++] = cfg->listen[i];
+    cfg->nlisten = n;
 }
 
 int config_parse_listen(const char *s, struct listen_addr *la)
@@ -86,7 +109,7 @@ int config_parse_listen(const char *s, struct listen_addr *la)
 
 enum dir_kind {
     D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_THREADS, D_LOGLEVEL, D_LOGFORMAT, D_CIDRS,
-    D_NAME, D_REALIP,
+    D_NAME, D_REALIP, D_TLS_LISTEN, D_CERT, D_ONOFF,
 };
 
 struct directive {
@@ -123,6 +146,15 @@ static const struct directive directives[] = {
     { "timeout_keepalive", D_DURATION, F(timeout_keepalive), 1, 86400000 },
     { "timeout_send", D_DURATION, F(timeout_send), 1, 86400000 },
     { "drain_timeout", D_DURATION, F(drain_timeout), 0, 86400000 },
+    { "timeout_handshake", D_DURATION, F(timeout_handshake), 1, 86400000 },
+    { "tls_listen", D_TLS_LISTEN, 0, 0, 0 },
+    { "tls_certificate", D_CERT, 0, 0, 0 },
+    { "tls_passphrase_file", D_STRING, F(tls_passphrase_file), 0, 0 },
+    { "tls_session_cache", D_UINT, F(tls_session_cache), 0, 10000000 },
+    { "tls_session_timeout", D_DURATION, F(tls_session_timeout), 1000, 86400000 },
+    { "tls_session_ticket_rotation", D_DURATION, F(tls_ticket_rotation), 0, 86400000 },
+    { "tls_hsts", D_UINT, F(tls_hsts), 0, 315360000 },
+    { "tls_redirect_http", D_ONOFF, F(tls_redirect_http), 0, 0 },
 };
 #undef F
 
@@ -167,6 +199,42 @@ static int parse_number(const char *s, enum dir_kind kind, uint64_t *out)
     return 0;
 }
 
+/* tls_certificate CERT KEY [SERVER_NAME...] */
+static int add_certificate(struct config *cfg, const char *where, unsigned line, char **args,
+                           int nargs)
+{
+    if (cfg->ncerts >= CONFIG_MAX_CERTS) {
+        fprintf(stderr, "%s: too many certificates (at most %d)\n", where, CONFIG_MAX_CERTS);
+        return -1;
+    }
+    struct tls_cert_conf *tc = &cfg->certs[cfg->ncerts];
+    memset(tc, 0, sizeof(*tc));
+    if (strlen(args[0]) >= sizeof(tc->cert) || strlen(args[1]) >= sizeof(tc->key)) {
+        fprintf(stderr, "%s: certificate or key path too long\n", where);
+        return -1;
+    }
+    snprintf(tc->cert, sizeof(tc->cert), "%s", args[0]);
+    snprintf(tc->key, sizeof(tc->key), "%s", args[1]);
+    size_t len = 0;
+    for (int i = 2; i < nargs; i++) {
+        size_t n = strlen(args[i]);
+        bool ok = n > 0 && n < 254 && len + n + 1 < sizeof(tc->names);
+        for (size_t k = 0; ok && k < n; k++)
+            ok = isalnum((unsigned char)args[i][k]) || strchr("-.*_", args[i][k]);
+        if (!ok) {
+            fprintf(stderr, "%s: invalid server name '%s'\n", where, args[i]);
+            return -1;
+        }
+        if (len)
+            tc->names[len++] = ' ';
+        for (size_t k = 0; k < n; k++)
+            tc->names[len++] = (char)tolower((unsigned char)args[i][k]);
+    }
+    tc->line = line;
+    cfg->ncerts++;
+    return 0;
+}
+
 /* Files named by directives are checked where they are named, so that the error can say
  * FILE:LINE (they are opened for real later, when the runtime is built). */
 static int check_file(const char *where, const char *name, const char *path)
@@ -190,9 +258,9 @@ static int check_file(const char *where, const char *name, const char *path)
 }
 
 /* Apply one process-wide directive. `where` prefixes error messages ("FILE:LINE" or
- * "--flag"). */
-static int apply_directive(struct config *cfg, const char *where, const char *name, char **args,
-                           int nargs)
+ * "--flag"); `line` is the configuration file's line (0 for the command line). */
+static int apply_directive(struct config *cfg, const char *where, unsigned line, const char *name,
+                           char **args, int nargs)
 {
     if (site_directive_known(name))
         return site_apply(&cfg->sites.sites[0].base, where, name, args, nargs);
@@ -204,7 +272,13 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
     }
-    if (nargs < 1 || (nargs != 1 && d->kind != D_CIDRS && !(d->kind == D_LISTEN && nargs == 2))) {
+    if (d->kind == D_CERT && nargs < 2) {
+        fprintf(stderr, "%s: '%s' takes a certificate file, a key file and optional server "
+                        "names\n", where, name);
+        return -1;
+    }
+    if (nargs < 1 || (nargs != 1 && d->kind != D_CIDRS && d->kind != D_CERT &&
+                      !((d->kind == D_LISTEN || d->kind == D_TLS_LISTEN) && nargs == 2))) {
         fprintf(stderr, "%s: '%s' takes %s\n", where, name,
                 d->kind == D_CIDRS ? "one or more addresses or CIDR ranges" : "exactly one value");
         return -1;
@@ -213,6 +287,7 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
     uint64_t v;
     switch (d->kind) {
     case D_LISTEN:
+    case D_TLS_LISTEN:
         if (cfg->nlisten >= CONFIG_MAX_LISTEN) {
             fprintf(stderr, "%s: too many listeners (at most %d)\n", where, CONFIG_MAX_LISTEN);
             return -1;
@@ -229,7 +304,16 @@ static int apply_directive(struct config *cfg, const char *where, const char *na
             }
             cfg->listen[cfg->nlisten].proxy_protocol = true;
         }
-        cfg->nlisten++;
+        cfg->listen[cfg->nlisten++].tls = d->kind == D_TLS_LISTEN;
+        return 0;
+    case D_CERT:
+        return add_certificate(cfg, where, line, args, nargs);
+    case D_ONOFF:
+        if (strcmp(args[0], "on") && strcmp(args[0], "off")) {
+            fprintf(stderr, "%s: '%s' takes on or off\n", where, name);
+            return -1;
+        }
+        *(bool *)(void *)(base + d->offset) = !strcmp(args[0], "on");
         return 0;
     case D_STRING:
         if (strlen(args[0]) >= PATH_MAX) {
@@ -482,10 +566,10 @@ static int config_load_file(struct config *cfg, const char *path)
             continue;
         }
         if (!strcmp(name, "listen") && !had_listen) {
-            cfg->nlisten = 0; /* the file's listeners replace the built-in default */
+            drop_listeners(cfg, false); /* the file's listeners replace the default */
             had_listen = true;
         }
-        rc = apply_directive(cfg, where, name, args + 1, n - 1);
+        rc = apply_directive(cfg, where, lineno, name, args + 1, n - 1);
     }
     fclose(f);
     if (rc == 0 && (site || loc)) {
@@ -515,6 +599,10 @@ static void usage(FILE *out)
             "  -t, --threads N         pool threads (default: one per CPU)\n"
             "  -c, --config FILE       read the configuration file FILE\n"
             "  -u, --user USER[:GROUP] when started as root, run as USER (default nobody)\n"
+            "      --tls-listen ADDR:PORT  HTTPS listener (repeatable; needs a certificate)\n"
+            "      --cert FILE         TLS certificate chain, PEM (repeatable: the first is the\n"
+            "                          default, the others are chosen by SNI)\n"
+            "      --key FILE          private key of the --cert in the same position (PEM)\n"
             "  -t, --test              with no number after it: check the configuration, exit\n"
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
@@ -546,7 +634,9 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
     if (cfg->config_file && config_load_file(cfg, cfg->config_file) < 0)
         return CONFIG_ERROR;
 
-    bool cli_listen = false;
+    bool cli_listen = false, cli_tls_listen = false;
+    const char *cli_cert[CONFIG_MAX_CERTS + 1], *cli_key[CONFIG_MAX_CERTS + 1];
+    unsigned ncli_cert = 0, ncli_key = 0;
     bool only_args = false;
     char *root_arg = NULL;
     for (int i = 1; i < argc; i++) {
@@ -580,14 +670,14 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         /* Options with a value: --name VALUE, --name=VALUE, -x VALUE, -xVALUE. */
         static const struct { char s; const char *l; } opts[] = {
             { 'l', "listen" }, { 'r', "root" }, { 't', "threads" }, { 'c', "config" },
-            { 'u', "user" },
+            { 'u', "user" }, { 0, "tls-listen" }, { 0, "cert" }, { 0, "key" },
         };
         for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]) && !name; k++) {
             size_t ll = strlen(opts[k].l);
             if (a[1] == '-' && !strncmp(a + 2, opts[k].l, ll) && (a[2 + ll] == '=' || !a[2 + ll])) {
                 name = opts[k].l;
                 val = a[2 + ll] == '=' ? a + 3 + ll : NULL;
-            } else if (a[1] == opts[k].s) {
+            } else if (opts[k].s && a[1] == opts[k].s) {
                 name = opts[k].l;
                 val = a[2] ? a + 2 : NULL;
             }
@@ -607,20 +697,35 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         snprintf(where, sizeof(where), "lfhttpd: --%s", name);
         if (!strcmp(name, "config"))
             continue; /* handled in pass 1 */
+        if (!strcmp(name, "cert") || !strcmp(name, "key")) {
+            bool cert = name[0] == 'c';
+            unsigned *n = cert ? &ncli_cert : &ncli_key;
+            if (*n == CONFIG_MAX_CERTS) {
+                fprintf(stderr, "%s: at most %d certificates\n", where, CONFIG_MAX_CERTS);
+                return CONFIG_ERROR;
+            }
+            (cert ? cli_cert : cli_key)[(*n)++] = val;
+            continue;
+        }
         if (!strcmp(name, "user")) { /* --user USER[:GROUP] */
             char *colon = strchr(val, ':');
             if (colon) {
                 *colon = '\0';
                 char *g = colon + 1;
-                if (apply_directive(cfg, where, "group", &g, 1) < 0)
+                if (apply_directive(cfg, where, 0, "group", &g, 1) < 0)
                     return CONFIG_ERROR;
             }
         }
         if (!strcmp(name, "listen") && !cli_listen) {
-            cfg->nlisten = 0; /* command-line listeners replace the file's */
+            drop_listeners(cfg, false); /* command-line listeners replace the file's */
             cli_listen = true;
         }
-        if (apply_directive(cfg, where, name, &val, 1) < 0)
+        if (!strcmp(name, "tls-listen") && !cli_tls_listen) {
+            drop_listeners(cfg, true);
+            cli_tls_listen = true;
+        }
+        if (apply_directive(cfg, where, 0, !strcmp(name, "tls-listen") ? "tls_listen" : name,
+                            &val, 1) < 0)
             return CONFIG_ERROR;
     }
     if (root_arg) {
@@ -628,9 +733,33 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
             return CONFIG_ERROR;
     }
     site_set_finish(&cfg->sites);
+    if (ncli_cert || ncli_key) {
+        /* --cert/--key pairs (in order) replace the file's certificates. */
+        if (ncli_cert != ncli_key) {
+            fprintf(stderr, "lfhttpd: --cert and --key must be given in pairs (%u --cert, "
+                            "%u --key)\n", ncli_cert, ncli_key);
+            return CONFIG_ERROR;
+        }
+        cfg->ncerts = 0;
+        for (unsigned i = 0; i < ncli_cert; i++) {
+            char *pair[2] = { (char *)(uintptr_t)cli_cert[i], (char *)(uintptr_t)cli_key[i] };
+            if (add_certificate(cfg, "lfhttpd: --cert", 0, pair, 2) < 0)
+                return CONFIG_ERROR;
+        }
+    }
     if (cfg->nlisten == 0) {
         config_parse_listen("0.0.0.0:8080", &cfg->listen[0]);
         cfg->nlisten = 1;
+    }
+    bool tls = config_has_tls(cfg);
+    if (tls && cfg->ncerts == 0) {
+        fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key FILE, "
+                        "or tls_certificate in the configuration file)\n");
+        return CONFIG_ERROR;
+    }
+    if (cfg->tls_redirect_http && !tls) {
+        fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
+        return CONFIG_ERROR;
     }
     if (cfg->threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -16,12 +16,22 @@
 #include "site.h"
 
 #define CONFIG_MAX_LISTEN 16
+#define CONFIG_MAX_CERTS 16
 
 struct listen_addr {
     struct sockaddr_storage ss;
     socklen_t sslen;
     char text[80];          /* as given, for messages */
     bool proxy_protocol;    /* connections start with a PROXY protocol header */
+    bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
+};
+
+/* One certificate for the TLS listeners (tls_certificate / --cert + --key). */
+struct tls_cert_conf {
+    char cert[PATH_MAX];    /* PEM: the certificate, then its chain (intermediates) */
+    char key[PATH_MAX];     /* PEM private key, possibly encrypted (tls_passphrase_file) */
+    char names[512];        /* SNI names, space-separated; empty: the certificate's own names */
+    unsigned line;          /* line in config_file it came from; 0: the command line */
 };
 
 struct config {
@@ -58,6 +68,17 @@ struct config {
     unsigned timeout_keepalive;
     unsigned timeout_send;
     unsigned drain_timeout;
+    unsigned timeout_handshake; /* a TLS handshake, from accept to its end */
+
+    /* TLS (tls.c). The first certificate is the default; the others are chosen by SNI. */
+    struct tls_cert_conf certs[CONFIG_MAX_CERTS];
+    unsigned ncerts;
+    char tls_passphrase_file[PATH_MAX]; /* first line decrypts encrypted keys; "" = none */
+    unsigned tls_session_cache;     /* server-side session cache entries; 0 = off */
+    unsigned tls_session_timeout;   /* ms a session may be resumed */
+    unsigned tls_ticket_rotation;   /* ms between session-ticket key rotations; 0 = no tickets */
+    unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
+    bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
 
     const char *config_file; /* NULL when none */
     bool test_only;          /* -t / --test: check the configuration and exit */
@@ -71,6 +92,8 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv);
 
 /* Free what config_from_args allocated. */
 void config_free(struct config *cfg);
+/* Does the configuration have a TLS listener? */
+bool config_has_tls(const struct config *cfg);
 
 /* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT" or "PORT" into `la`. Returns 0 or -EINVAL. */
 int config_parse_listen(const char *s, struct listen_addr *la);

@@ -28,6 +28,7 @@
 #include "runtime.h"
 #include "server.h"
 #include "thread_pool.h"
+#include "tls_http.h"
 #include "transport.h"
 
 #define READ_BUF_SIZE (64 * 1024)      /* the processing thread's request buffer */
@@ -68,6 +69,13 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     }
     http_parser_init(&c->parser);
     c->proxy_header = l->addr.proxy_protocol;
+    if (l->addr.tls && transport_tls_attach(c, c->rt->tls) < 0) {
+        runtime_unref(c->rt);
+        close(fd);
+        free(c);
+        server_conn_closed(srv);
+        return -ENOMEM;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
@@ -78,7 +86,10 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     srv->conns = c;
     pthread_mutex_unlock(&srv->conns_lock);
 
-    atomic_store_explicit(&c->deadline, now_ms() + c->rt->cfg.timeout_header, memory_order_relaxed);
+    atomic_store_explicit(&c->deadline,
+                          now_ms() + (c->handshaking ? c->rt->cfg.timeout_handshake
+                                                     : c->rt->cfg.timeout_header),
+                          memory_order_relaxed);
     atomic_store_explicit(&c->armed, ARMED_IDLE, memory_order_release);
     int rc = hs_add(&srv->hs, &c->eh, EPOLLIN);
     if (rc < 0) {
@@ -133,6 +144,8 @@ static void conn_close(struct conn *c)
 
 void conn_free_stopped(struct conn *c)
 {
+    if (c->tp->release)
+        c->tp->release(c);
     close(c->eh.fd);
     conn_drop_file(c);
     carry_put(c->in);
@@ -146,6 +159,10 @@ void conn_free_stopped(struct conn *c)
 static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
                      bool keep_deadline)
 {
+    if (c->tp_want) {
+        events = c->tp_want; /* the transport must first move bytes the other way */
+        c->tp_want = 0;
+    }
     if (!keep_deadline)
         atomic_store_explicit(&c->deadline, now_ms() + timeout_ms, memory_order_relaxed);
     /* Publish `armed` before the handle is live: afterwards another thread may own it. */
@@ -254,6 +271,8 @@ static int conn_flush(struct conn *c, struct worker *w)
 /* Append Content-Length (unless the status forbids a body), Connection and the blank line. */
 static void finish_head(struct http_exchange *ex, struct response *r, uint64_t body_len)
 {
+    if (ex->conn->ssl)
+        tls_http_add_headers(ex, r);
     if (!http_status_has_no_body(r->status))
         resp_header_u64(r, "Content-Length", 14, body_len);
     if (!ex->keep_alive)
@@ -429,7 +448,8 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
         ex.keep_alive = false;
     netaddr_real_client(&c->rt->cfg.trusted_proxies, c->rt->cfg.real_ip_forwarded,
                         &c->peer.sin6_addr, req, &ex.client_addr);
-    int status = router_dispatch(&ex);
+    int status = !c->ssl && c->rt->cfg.tls_redirect_http ? tls_http_redirect(&ex)
+                                                         : router_dispatch(&ex);
     /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
      * sendfile): the promised length cannot be kept, so the connection must close. */
     int rc = status < 0 ? -1 : 0;
@@ -624,6 +644,9 @@ static void conn_serve(struct conn *c, struct worker *w)
         }
         if (c->phase == PH_BODY) {
             conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+        } else if (c->handshaking) {
+            /* the whole handshake must finish within timeout_handshake from accept */
+            conn_arm(c, EPOLLIN, ARMED_IDLE, cfg->timeout_handshake, true);
         } else if (have > 0) {
             bool keep = c->head_deadline;
             c->head_deadline = true;

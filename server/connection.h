@@ -21,6 +21,7 @@
 struct carry;
 struct listener;
 struct runtime;
+struct ssl_st;
 struct server;
 struct transport_ops;
 struct worker;
@@ -54,6 +55,10 @@ struct conn {
     bool sending;                      /* a response is parked waiting for EPOLLOUT */
     bool head_deadline;                /* deadline counts from the start of this head */
     bool proxy_header;                 /* a PROXY protocol header must come first */
+    bool handshaking;                  /* TLS handshake not finished: timeout_handshake applies */
+    uint8_t tp_want;                   /* events the transport needs after -EAGAIN (transport.h) */
+    uint8_t tp_flags;                  /* transport-private state */
+    struct ssl_st *ssl;                /* TLS connection (transport_tls.c); NULL when plain */
     struct carry *in;                  /* unparsed input carried between events */
     struct carry *out;                 /* unsent response bytes */
     int file_fd;                       /* file being sent, -1 when none */

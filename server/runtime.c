@@ -8,10 +8,13 @@
 #include "file_cache.h"
 #include "mime.h"
 #include "router.h"
+#include "tls.h"
 
 static void runtime_free(struct runtime *rt)
 {
     router_destroy(rt);
+    if (rt->tls)
+        tls_ctx_unref(rt->tls); /* connections hold their own references */
     access_log_close(rt);
     fc_destroy(rt->fc);
     mime_table_free(rt->mime);
@@ -45,6 +48,11 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     }
     if (router_init(srv, rt) < 0 || access_log_open(rt) < 0)
         goto fail;
+    if (rt->cfg.ncerts > 0) {
+        rt->tls = tls_ctx_create(&rt->cfg); /* prints its own FILE:LINE error line */
+        if (!rt->tls)
+            goto fail;
+    }
     return rt;
 fail:
     runtime_free(rt);

@@ -17,6 +17,7 @@
 struct file_cache;
 struct mime_table;
 struct server;
+struct tls_ctx;
 
 struct runtime {
     _Atomic unsigned refs;
@@ -24,6 +25,7 @@ struct runtime {
     struct config cfg;          /* owned: freed with the runtime */
     struct mime_table *mime;
     struct file_cache *fc;
+    struct tls_ctx *tls;        /* certificates of the TLS listeners; NULL without them */
     int access_fd;              /* -1 when the access log is off */
 };
 

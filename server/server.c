@@ -222,7 +222,7 @@ static void publish_runtime(struct server *srv, struct runtime *rt)
 static bool same_listener(const struct listen_addr *a, const struct listen_addr *b)
 {
     return a->sslen == b->sslen && !memcmp(&a->ss, &b->ss, a->sslen) &&
-           a->proxy_protocol == b->proxy_protocol;
+           a->proxy_protocol == b->proxy_protocol && a->tls == b->tls;
 }
 
 /* Bind a listener in slot `i` (not yet published: the caller publishes the count). Returns 0,

@@ -25,7 +25,7 @@ struct listener {
     struct event_handler eh;     /* first member: data.ptr of its epoll registration */
     struct server *srv;
     struct listen_addr addr;     /* as configured */
-    char url[96];                /* "http://127.0.0.1:8080", with the bound port */
+    char url[96];                /* "http(s)://127.0.0.1:8080", with the bound port */
     _Atomic int paused;          /* 1: not re-armed (connection limit or EMFILE) */
     _Atomic bool closed;         /* removed by a reload: shut down, fd kept until exit */
 };

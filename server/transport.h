@@ -3,7 +3,16 @@
  * The connection code and the handlers never call read(2)/send(2)/OpenSSL directly; they go
  * through the connection's transport. All operations are non-blocking and return the number
  * of bytes moved, or -errno (-EAGAIN when the socket is not ready: the caller re-arms the
- * handle for the interest the transport asks for and returns). */
+ * handle for the interest the transport asks for and returns).
+ *
+ * The interest: with -EAGAIN a transport may store in conn.tp_want the events it needs before
+ * the operation can progress (TLS: a read that must first write a handshake message wants
+ * EPOLLOUT); conn_arm() uses them instead of its own. 0 means "the caller's interest".
+ *
+ * Retry contract of writev/sendfile: bytes not reported as written must be offered again, the
+ * same bytes from the same position, by the next write on the connection (the connection parks
+ * them in its carry buffer, or keeps the file offset). TLS relies on it: a record that OpenSSL
+ * has encrypted but not yet sent is completed by retrying the write with those bytes. */
 #ifndef LF_TRANSPORT_H
 #define LF_TRANSPORT_H
 
@@ -23,8 +32,17 @@ struct transport_ops {
     ssize_t (*sendfile)(struct conn *c, int fd, off_t *off, size_t len);
     /* Half-close the sending side (a TLS close_notify first). */
     void (*shutdown)(struct conn *c);
+    /* Free the transport's per-connection state before the fd is closed (NULL: nothing). */
+    void (*release)(struct conn *c);
 };
 
+struct tls_ctx;
+
 extern const struct transport_ops transport_plain;
+extern const struct transport_ops transport_tls;
+
+/* Make `c` a TLS connection (server side, handshake pending) using context `t`.
+ * Returns 0 or -ENOMEM. */
+int transport_tls_attach(struct conn *c, struct tls_ctx *t);
 
 #endif

@@ -3,7 +3,7 @@
 # only those missing.
 # Quiet when everything is already there. Used by `make deps` (and so by `make run`/`make test`).
 set -eu
-PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps nginx-light"
+PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps nginx-light testssl.sh"
 # `deps.sh fuzz` (make fuzz): clang with libFuzzer and the sanitizer runtimes.
 if [ "${1:-}" = fuzz ]; then
     PKGS="clang libclang-rt-dev llvm"
