@@ -525,3 +525,51 @@ def test_cli_only_tls_listener(tmpdir):
     with TLSConn((srv.host, srv.port), name="b.test") as c:
         c.send(req("GET", "/kib.txt"))
         assert c.read_response().body == tree.files["/kib.txt"]
+
+
+# ---- reload ------------------------------------------------------------------------------
+
+def test_sighup_reloads_certificates_without_dropping_connections(tmpdir):
+    import signal
+    p = the_pki()
+    srv = tls_server(tmpdir, certs=["%s %s" % (p.a_chain, p.a_key)])
+    ctx = client_ctx()
+    ctx.check_hostname = False
+    try:
+        old = TLSConn(srv.https, name=None, ctx=ctx)
+        assert subject_cn(old.sock) == "a.test"
+        old.send(req("GET", "/kib.txt"))
+        assert old.read_response().body == srv.files["/kib.txt"]
+        # The default certificate becomes b.test's.
+        with open(srv.conf) as f:
+            text = f.read()
+        with open(srv.conf, "w") as f:
+            f.write(text.replace("tls_certificate %s %s" % (p.a_chain, p.a_key),
+                                 "tls_certificate %s %s\ntls_certificate %s %s"
+                                 % (p.b_chain, p.b_key, p.a_chain, p.a_key)))
+        srv.signal(signal.SIGHUP)
+        end = time.monotonic() + T(5)
+        while "generation 2" not in srv.stderr and time.monotonic() < end:
+            time.sleep(0.05)
+        assert "generation 2" in srv.stderr, srv.stderr
+        with TLSConn(srv.https, name=None, ctx=ctx) as new:
+            assert subject_cn(new.sock) == "b.test", "new connections must get the new certificate"
+            new.send(req("GET", "/one.txt"))
+            assert new.read_response().body == srv.files["/one.txt"]
+        # The connection opened before the reload keeps working on its session.
+        old.send(req("GET", "/kib.txt"))
+        assert old.read_response().body == srv.files["/kib.txt"]
+        old.close()
+        # A certificate that cannot be loaded keeps the running configuration.
+        with open(srv.conf, "a") as f:
+            f.write("tls_certificate %s %s\n" % (p.a_chain, p.b_key))  # key does not match
+        srv.signal(signal.SIGHUP)
+        end = time.monotonic() + T(5)
+        while "not reloaded" not in srv.stderr and time.monotonic() < end:
+            time.sleep(0.05)
+        assert "not reloaded" in srv.stderr, srv.stderr
+        with TLSConn(srv.https, name=None, ctx=ctx) as c:
+            assert subject_cn(c.sock) == "b.test"
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
