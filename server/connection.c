@@ -11,6 +11,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -181,14 +183,20 @@ void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
     pthread_mutex_lock(&srv->conns_lock);
     for (struct conn *c = srv->conns; c; c = c->next) {
         int a = atomic_load_explicit(&c->armed, memory_order_acquire);
-        if (a != ARMED_BUSY && a != ARMED_IDLE)
+        if (a != ARMED_BUSY && a != ARMED_IDLE && a != ARMED_LINGER)
             continue; /* being processed: its thread re-arms it with a fresh deadline */
-        bool expire = all || (idle_too && a == ARMED_IDLE) ||
-                      atomic_load_explicit(&c->deadline, memory_order_relaxed) <= now;
+        bool expired = all || atomic_load_explicit(&c->deadline, memory_order_relaxed) <= now;
+        /* Draining: an idle or lingering connection goes once the kernel has delivered all it
+         * holds for it (SIOCOUTQ: unsent plus unacknowledged bytes). The process exits when the
+         * last connection is gone, and bytes still queued could then be lost (a container's
+         * network namespace goes with it); the tick re-checks until the queue is empty. */
+        int queued = 0;
+        bool drained = !expired && idle_too && (a == ARMED_IDLE || a == ARMED_LINGER) &&
+                       ioctl(c->eh.fd, SIOCOUTQ, &queued) == 0 && queued == 0;
         /* The CAS loses against a thread that took the connection meanwhile. The list lock
          * keeps the fd open while we shut it down; the shutdown wakes the handle, and the
          * thread that gets the event sees ARMED_KILLED and closes it. */
-        if (expire && atomic_compare_exchange_strong(&c->armed, &a, ARMED_KILLED))
+        if ((expired || drained) && atomic_compare_exchange_strong(&c->armed, &a, ARMED_KILLED))
             shutdown(c->eh.fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&srv->conns_lock);
@@ -200,8 +208,8 @@ void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
 static void conn_finish_close(struct conn *c, bool linger)
 {
     /* While draining, the process exits as soon as the last connection is gone, and bytes still
-     * queued in the kernel can then be lost (a container's network namespace goes with it).
-     * So wait for the client to read everything and close (bounded by drain_timeout). */
+     * queued in the kernel could then be lost (a container's network namespace goes with it):
+     * linger, and let the drain sweep close the connection once its send queue is empty. */
     if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
         linger = true;
     if (!linger) {
@@ -212,7 +220,7 @@ static void conn_finish_close(struct conn *c, bool linger)
     c->phase = PH_LINGER;
     carry_put(c->in);
     c->in = NULL;
-    conn_arm(c, EPOLLIN, ARMED_BUSY, LINGER_MS, false);
+    conn_arm(c, EPOLLIN, ARMED_LINGER, LINGER_MS, false);
 }
 
 static void conn_linger(struct conn *c)
@@ -229,7 +237,7 @@ static void conn_linger(struct conn *c)
     }
     /* Drained for now, or this event's share is used up while the client is still sending:
      * wait for more, within the deadline set when lingering began. */
-    conn_arm(c, EPOLLIN, ARMED_BUSY, LINGER_MS, true);
+    conn_arm(c, EPOLLIN, ARMED_LINGER, LINGER_MS, true);
 }
 
 /* ---- sending ------------------------------------------------------------------------------ */
@@ -651,6 +659,8 @@ static void conn_serve(struct conn *c, struct worker *w)
             bool keep = c->head_deadline;
             c->head_deadline = true;
             conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_header, keep);
+        } else if (atomic_load_explicit(&srv->draining, memory_order_relaxed) && c->requests) {
+            conn_finish_close(c, true); /* between requests while draining: close, gracefully */
         } else {
             conn_arm(c, EPOLLIN, ARMED_IDLE,
                      c->requests ? cfg->timeout_keepalive : cfg->timeout_header, false);

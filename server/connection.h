@@ -37,6 +37,7 @@ enum {
     ARMED_NO = 0,   /* a thread is processing it */
     ARMED_BUSY,     /* waiting in the handle set in the middle of a request or response */
     ARMED_IDLE,     /* waiting in the handle set between requests (keep-alive) */
+    ARMED_LINGER,   /* response sent, write side shut: waiting for the client to finish */
     ARMED_KILLED,   /* the timer sweep expired it: the next event closes it */
 };
 
