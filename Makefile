@@ -6,6 +6,8 @@
 #   make run                  serve www/ on http://127.0.0.1:8080 in the foreground
 #   make test                 install missing Debian packages, build, run every test
 #   make deps                 install missing Debian packages (apt-get, only when missing)
+#   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
+#                             (~13 min; BENCH_QUICK=1 for a ~1-min smoke run): docs/PERFORMANCE.md
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -49,7 +51,7 @@ LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/ht
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all run test unit deps clean check-llhttp
+.PHONY: all run test unit deps clean check-llhttp bench bench-deps
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -84,6 +86,19 @@ run: deps all
 
 test: deps all unit
 	@python3 tests/run.py --build $(BUILD)
+
+# The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
+# ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).
+bench-deps:
+	@sh bench/deps.sh
+
+$(BUILD)/ceiling: bench/ceiling.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(HARDEN) -pthread $< -o $@
+
+bench: bench-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/ceiling
+	BENCH_BUILD=$(BUILD) python3 bench/bench.py
 
 clean:
 	rm -rf build build-tsan build-asan
