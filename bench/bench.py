@@ -54,9 +54,10 @@ DURATION = env_int("BENCH_DURATION", 1 if QUICK else 5)
 THREADS = env_int("BENCH_THREADS", os.cpu_count() or 1)
 WRK_THREADS = env_int("BENCH_WRK_THREADS", 1)
 LOGS = os.environ.get("BENCH_LOGS", "0") not in ("", "0")
-CG_REQUESTS = env_int("BENCH_CALLGRIND_REQUESTS", 2000 if QUICK else 20000)
+CG_REQUESTS = env_int("BENCH_CALLGRIND_REQUESTS", 1000 if QUICK else 20000)
+CG_SERVERS = os.environ.get("BENCH_CALLGRIND_SERVERS", "lfhttpd" if QUICK else "")  # "": all
 STRACE_SECONDS = env_int("BENCH_STRACE_SECONDS", 1 if QUICK else 3)
-IDLE_CONNS = env_int("BENCH_IDLE_CONNS", 1000 if QUICK else 10000)
+IDLE_CONNS = env_int("BENCH_IDLE_CONNS", 500 if QUICK else 10000)
 TLS_MODE = os.environ.get("BENCH_TLS", "auto")  # auto | 0 | peers (peers even without lfhttpd TLS)
 PHASES = [p for p in os.environ.get("BENCH_PHASES", "throughput,strace,callgrind,idle").split(",") if p]
 
@@ -424,7 +425,10 @@ def parse_wrk(out):
     r["mibps"] = float(m.group(1)) * UNITS.get(m.group(2), 1) / 1024 ** 2 if m else 0.0
     for pct in ("50", "99"):
         m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s|m)\s*$" % pct, out, re.M)
-        r[f"p{pct}_ms"] = float(m.group(1)) * TIME_UNITS[m.group(2)] if m else None
+        # wrk prints 0.00us for a high percentile when it has few samples (pipelining records
+        # one latency per batch): unknown, not zero
+        v = float(m.group(1)) * TIME_UNITS[m.group(2)] if m else 0.0
+        r[f"p{pct}_ms"] = v if v > 0 else None
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     r["errors"] = dict(zip(("connect", "read", "write", "timeout"), map(int, m.groups()))) if m else {}
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -496,7 +500,7 @@ SCENARIOS = [
 ]
 
 
-QUIET_BUDGET = [env_int("BENCH_QUIET_BUDGET", 20 if QUICK else 180)]  # seconds, whole run
+QUIET_BUDGET = [env_int("BENCH_QUIET_BUDGET", 5 if QUICK else 120)]  # seconds, whole run
 
 
 def wait_quiet(limit=10.0, threshold=0.3):
@@ -543,7 +547,8 @@ def measured_run(srv, sc, duration):
     r["bad"] = bad
     if r["requests"] == 0:
         r["bad"]["no-output"] = r["raw"][-300:]
-    del r["raw"]
+    with open(os.path.join(srv.dir, f"wrk-{sc.key}.txt"), "a") as f:
+        f.write(r.pop("raw") + "\n")
     return r
 
 
@@ -607,7 +612,7 @@ def strace_run(srv, seconds):
     for pid in srv.pids():
         argv += ["-p", str(pid)]
     st = spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)  # let strace attach to every thread
+    time.sleep(0.5)  # let strace attach to every thread
     r = wrk(f"http://127.0.0.1:{srv.port}/1k.html", 64, seconds)
     time.sleep(0.2)
     st.send_signal(signal.SIGINT)  # strace detaches and writes its summary
@@ -709,13 +714,21 @@ def callgrind_run(name, requests):
         marker = os.path.join(srv.dir, "done")
         r = wrk(url, 16, 600, script="counted.lua", marker=marker, timeout=600,
                 env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker})
-        subprocess.run(["callgrind_control", "-i", "off", str(srv.pid)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        # Stop counting and write the profile now (out.1), while the server still runs: a
+        # server that does not exit cleanly under valgrind would otherwise lose it.
+        for cmd in (["-i", "off"], ["-d"]):
+            subprocess.run(["callgrind_control"] + cmd + [str(srv.pid)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        time.sleep(0.5)
     finally:
-        srv.stop(grace=60.0)  # valgrind writes the profile at exit
-    if not os.path.exists(out):
+        srv.stop(grace=30.0)
+    dumps = [os.path.join(srv.dir, f) for f in sorted(os.listdir(srv.dir))
+             if f.startswith("callgrind.out") and os.path.getsize(os.path.join(srv.dir, f))]
+    if not dumps:
         raise RuntimeError(f"{name}: callgrind wrote no profile:\n{srv.tail()}")
-    prof = parse_callgrind(out, os.path.basename(srv.argv[0]))
+    profs = [parse_callgrind(d, os.path.basename(srv.argv[0])) for d in dumps]
+    prof = max(profs, key=lambda pr: pr["total_ir"])  # the dump; the exit dump counts nothing
+    out = dumps[profs.index(prof)]
     n = max(r["requests"], 1)
     prof["requests"] = r["requests"]
     prof["ir_per_req"] = prof["total_ir"] / n
@@ -930,7 +943,8 @@ def write_report(info, results, notes):
               "top allocation callers |", "|---|---:|---:|---:|---:|---|"]
         lf = results["callgrind"].get("lfhttpd")
         for name, p in results["callgrind"].items():
-            ratio = f"{lf['ir_per_req'] / p['ir_per_req']:.2f}×" if lf and name != "lfhttpd" else ""
+            ratio = f"{lf['ir_per_req'] / p['ir_per_req']:.2f}×" \
+                if lf and p["ir_per_req"] and name != "lfhttpd" else ""
             callers = "; ".join(f"{k} ({v / max(p['requests'], 1):.2f}/req)"
                                 for k, v in p["alloc_callers"][:3])
             L.append(f"| {name} | {p['requests']:,} | {p['ir_per_req']:,.0f} | {ratio} | "
@@ -1097,6 +1111,8 @@ def main():
             log(f"== callgrind: instructions per request ({CG_REQUESTS:,} requests, one thread each)")
             results["callgrind"] = {}
             for n in names:
+                if CG_SERVERS and n not in CG_SERVERS.split(","):
+                    continue
                 try:
                     p = callgrind_run(n, CG_REQUESTS)
                     results["callgrind"][n] = p
