@@ -59,10 +59,20 @@ CG_SERVERS = os.environ.get("BENCH_CALLGRIND_SERVERS", "lfhttpd" if QUICK else "
 STRACE_SECONDS = env_int("BENCH_STRACE_SECONDS", 1 if QUICK else 3)
 IDLE_CONNS = env_int("BENCH_IDLE_CONNS", 500 if QUICK else 10000)
 TLS_MODE = os.environ.get("BENCH_TLS", "auto")  # auto | 0 | peers (peers even without lfhttpd TLS)
+# lfhttpd variants run as extra servers "lfhttpd-NAME" with configuration lines appended:
+# BENCH_VARIANTS="batch1:leader_batch 1;hsha:concurrency half-sync-half-async|leader_batch 1"
+VARIANTS = {"lfhttpd-" + v.split(":", 1)[0].strip(): v.split(":", 1)[1].split("|")
+            for v in os.environ.get("BENCH_VARIANTS", "").split(";") if ":" in v}
+LFHTTPD_EXTRA = []  # configuration lines this build needs (see main)
 PHASES = [p for p in os.environ.get("BENCH_PHASES", "throughput,strace,callgrind,idle").split(",") if p]
 
 
+T_START = time.monotonic()
+
+
 def log(msg):
+    if msg.startswith("=="):
+        msg = f"{msg}   [{time.monotonic() - T_START:.0f} s]"
     print(msg, flush=True)
 
 
@@ -269,7 +279,7 @@ class Server:
         os.makedirs(self.dir, exist_ok=True)
         self.proc = None
         self.access_log = None
-        self.argv = getattr(self, "_argv_" + name)()
+        self.argv = getattr(self, "_argv_" + name.split("-")[0])()
 
     @property
     def pid(self):
@@ -291,7 +301,7 @@ class Server:
             log_line = f"{LFHTTPD_ACCESS_LOG} {self.access_log}"
         conf = self._write("lfhttpd.conf", fill("lfhttpd.conf.in", {
             "PORT": self.port, "ROOT": ROOT, "WORKERS": self.workers, "MAXCONN": MAXCONN,
-            "ACCESS_LOG": log_line}))
+            "ACCESS_LOG": log_line}) + "\n".join(LFHTTPD_EXTRA + VARIANTS.get(self.name, [])) + "\n")
         argv = [os.path.join(BUILD, "lfhttpd"), "--config", conf]
         if self.tls:
             argv += ["--tls-listen", f"127.0.0.1:{self.tls_port}", "--cert", self.tls[0],
@@ -500,7 +510,7 @@ SCENARIOS = [
 ]
 
 
-QUIET_BUDGET = [env_int("BENCH_QUIET_BUDGET", 5 if QUICK else 120)]  # seconds, whole run
+QUIET_BUDGET = [env_int("BENCH_QUIET_BUDGET", 5 if QUICK else 60)]  # seconds, whole run
 
 
 def wait_quiet(limit=10.0, threshold=0.3):
@@ -516,6 +526,10 @@ def wait_quiet(limit=10.0, threshold=0.3):
             QUIET_BUDGET[0] = max(0.0, QUIET_BUDGET[0] - (time.monotonic() - t0))
             return busy
         QUIET_BUDGET[0] = max(0.0, QUIET_BUDGET[0] - (time.monotonic() - t0))
+
+
+# strace runs: the 1 KiB keep-alive scenario (the key figure) and pipelining
+STRACE_SCENARIOS = [("strace", SCENARIOS[0]), ("strace_pipeline", SCENARIOS[1])]
 
 
 def measured_run(srv, sc, duration):
@@ -606,14 +620,15 @@ def parse_strace_c(text):
     return calls
 
 
-def strace_run(srv, seconds):
-    out = os.path.join(srv.dir, "strace.txt")
+def strace_run(srv, seconds, sc):
+    out = os.path.join(srv.dir, f"strace-{sc.key}.txt")
     argv = ["strace", "-f", "-c", "-q", "-o", out]
     for pid in srv.pids():
         argv += ["-p", str(pid)]
     st = spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)  # let strace attach to every thread
-    r = wrk(f"http://127.0.0.1:{srv.port}/1k.html", 64, seconds)
+    r = wrk(f"http://127.0.0.1:{srv.port}{sc.path}", sc.conns, seconds, script=sc.script,
+            headers=sc.headers)
     time.sleep(0.2)
     st.send_signal(signal.SIGINT)  # strace detaches and writes its summary
     try:
@@ -739,7 +754,7 @@ def callgrind_run(name, requests):
 
 # ---- idle connections ---------------------------------------------------------------------------
 
-def open_idle(port, count, batch=256, timeout=60.0):
+def open_idle(port, count, batch=1000, timeout=60.0):
     """Open `count` connections that each make one keep-alive request and read the answer, then
     stay open. Returns (sockets, number answered)."""
     req = b"GET /1k.html HTTP/1.1\r\nHost: localhost\r\n\r\n"
@@ -918,23 +933,25 @@ def write_report(info, results, notes):
             summ = results[key].get(sc.key)
             if summ:
                 L += table_throughput(sc, summ) + [""]
-    if "strace" in results:
-        L += ["## System calls per request (strace -f -c, 1 KiB keep-alive, 64 connections)", "",
+    for key, sc in STRACE_SCENARIOS:
+        if key not in results:
+            continue
+        L += [f"## System calls per request (strace -f -c): {sc.title}", "",
               f"Attached to the running servers ({THREADS} threads/workers) for one {STRACE_SECONDS} s "
               "wrk run; ptrace slows the server several times, which lets more events gather per "
               "epoll_wait than in the untraced runs, so wait/futex counts are lower bounds.", ""]
         allcalls = []
-        for name, s in results["strace"].items():
-            for k in s["per_req"]:
+        for name, st in results[key].items():
+            for k in st["per_req"]:
                 if k not in allcalls:
                     allcalls.append(k)
-        shown = [k for k in allcalls if any(s["per_req"].get(k, 0) >= 0.005
-                                            for s in results["strace"].values())]
+        shown = [k for k in allcalls if any(st["per_req"].get(k, 0) >= 0.005
+                                            for st in results[key].values())]
         L.append("| server | total/req | " + " | ".join(shown) + " |")
         L.append("|---|---:|" + "---:|" * len(shown))
-        for name, s in results["strace"].items():
-            L.append(f"| {name} | {s['total_per_req']:.2f} | "
-                     + " | ".join(f"{s['per_req'].get(k, 0):.2f}" for k in shown) + " |")
+        for name, st in results[key].items():
+            L.append(f"| {name} | {st['total_per_req']:.2f} | "
+                     + " | ".join(f"{st['per_req'].get(k, 0):.2f}" for k in shown) + " |")
         L.append("")
     if "callgrind" in results:
         L += ["## Work per request (callgrind, user space, one thread/process, 16 keep-alive "
@@ -1015,6 +1032,18 @@ def raise_nofile():
     return hard
 
 
+def lfhttpd_accepts(line):
+    """Whether this build of lfhttpd knows a configuration line (checked with `lfhttpd -t`)."""
+    d = os.path.join(RUN, "probe")
+    os.makedirs(d, exist_ok=True)
+    conf = os.path.join(d, "probe.conf")
+    with open(conf, "w") as f:
+        f.write(f"listen 127.0.0.1:0\nroot {ROOT}\n{line}\n")
+    r = subprocess.run([os.path.join(BUILD, "lfhttpd"), "-t", "-c", conf], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    return r.returncode == 0
+
+
 def lfhttpd_help():
     return subprocess.run([os.path.join(BUILD, "lfhttpd"), "--help"], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True).stdout
@@ -1025,7 +1054,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     NOFILE = raise_nofile()
-    MAXCONN = max(1024, min(IDLE_CONNS + 2000, NOFILE // 2 - 64, 16384))
+    MAXCONN = max(1024, min(IDLE_CONNS + 2000, NOFILE - 1000))
     shutil.rmtree(RUN, ignore_errors=True)
     os.makedirs(RUN)
     ROOT = os.path.join(OUT, "root")
@@ -1039,6 +1068,11 @@ def main():
     help_text = lfhttpd_help()
     lf_tls = "tls-listen" in help_text
     LFHTTPD_ACCESS_LOG = os.environ.get("BENCH_LFHTTPD_ACCESS_LOG", "")
+    if not LFHTTPD_ACCESS_LOG and lfhttpd_accepts("access_log off"):
+        LFHTTPD_ACCESS_LOG = "access_log"
+    # Started as root, a newer lfhttpd becomes `nobody`; under valgrind the profile (opened as
+    # root) could then not be written. Stay root, as h2o and lighttpd do here.
+    LFHTTPD_EXTRA[:] = ["user root"] if lfhttpd_accepts("user root") else []
     tls = None
     scenarios = [sc for sc in SCENARIOS if not sc.tls]
     if TLS_MODE == "0":
@@ -1055,7 +1089,7 @@ def main():
     only = os.environ.get("BENCH_SCENARIOS")
     if only:
         scenarios = [sc for sc in scenarios if sc.key in only.split(",")]
-    names = ["lfhttpd", "nginx", "h2o", "lighttpd", "ceiling"]
+    names = ["lfhttpd"] + list(VARIANTS) + ["nginx", "h2o", "lighttpd", "ceiling"]
     only = os.environ.get("BENCH_SERVERS")
     if only:
         names = [n for n in names if n in only.split(",")]
@@ -1082,7 +1116,7 @@ def main():
         for key, logs in passes:
             running = {}
             for n in names:
-                srv_tls = tls if tls and n != "ceiling" and (n != "lfhttpd" or lf_tls) and (
+                srv_tls = tls if tls and n != "ceiling" and (not n.startswith("lfhttpd") or lf_tls) and (
                     n != "lighttpd" or os.path.exists("/usr/lib/lighttpd/mod_openssl.so")) else None
                 running[n] = Server(n, THREADS, logs=logs, tls=srv_tls).start()
                 running[n].check()
@@ -1095,15 +1129,15 @@ def main():
                 results[key] = {sc: {n: summarize(rs, metric[sc]) for n, rs in per.items()}
                                 for sc, per in raw.items()}
                 results[key + "_raw"] = raw
-            if not logs and "strace" in PHASES:
-                log(f"== strace: syscalls per request ({STRACE_SECONDS} s per server)")
-                results["strace"] = {}
+            for skey, sc in (STRACE_SCENARIOS if not logs and "strace" in PHASES else ()):
+                log(f"== strace: syscalls per request, {sc.key} ({STRACE_SECONDS} s per server)")
+                results[skey] = {}
                 for n, srv in running.items():
                     try:
-                        results["strace"][n] = strace_run(srv, STRACE_SECONDS)
-                        log(f"  {n:9} {results['strace'][n]['total_per_req']:.2f} syscalls/req")
+                        results[skey][n] = strace_run(srv, STRACE_SECONDS, sc)
+                        log(f"  {n:9} {results[skey][n]['total_per_req']:.2f} syscalls/req")
                     except Exception as e:  # keep going: report what worked
-                        errors.append(f"strace {n}: {e}")
+                        errors.append(f"strace {sc.key} {n}: {e}")
             for srv in running.values():
                 srv.stop()
             running = {}
