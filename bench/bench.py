@@ -188,7 +188,7 @@ def rss_kib(pids):
 def system_busy_ticks():
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4]  # minus idle, iowait
+    return v[0] + v[1] + v[2] + v[5] + v[6]  # user nice system irq softirq (not idle, iowait, steal)
 
 
 def loadavg():
@@ -847,6 +847,11 @@ def machine_info():
     commit = sh(f"git -C {REPO} rev-parse --short HEAD")
     if sh(f"git -C {REPO} status --porcelain --untracked-files=no"):
         commit += " (with uncommitted changes)"
+    # what lfhttpd was built from: the last commit that touched its sources
+    server = sh(f"git -C {REPO} log -1 --format='%h %s' -- server handlers")
+    if BUILD != os.path.join(REPO, "build"):
+        server = f"{BUILD}/lfhttpd (BENCH_BUILD)"
+    commit += f"; lfhttpd sources at {server}"
     versions = {
         "lfhttpd": sh(f"{BUILD}/lfhttpd --version"),
         "nginx": sh("nginx -v 2>&1").replace("nginx version: ", ""),
