@@ -87,25 +87,35 @@ def spawn(argv, **kw):
     return p
 
 
+def exited(p):
+    """True once p has exited. Never reaps it: until p.wait(), its pid (and so the id of the
+    process group it leads) cannot be given to another process, so signalling the group stays
+    safe."""
+    if p.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def stop(p, sig=signal.SIGTERM, grace=10.0):
-    """Signal p's process group, wait up to `grace` s, then SIGKILL the group."""
-    if p.poll() is None:
-        try:
+    """Signal p's process group, wait up to `grace` s, SIGKILL what is left of the group (the
+    workers of a master, say), then reap p."""
+    if p.returncode is None:  # not reaped yet: the group id is still ours
+        if not exited(p):
             os.killpg(p.pid, sig)
+            deadline = time.monotonic() + grace
+            while not exited(p) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         try:
-            p.wait(grace)
+            p.wait(30)
         except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # workers of a master that already exited, if any
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        log(f"bench: pid {p.pid} did not exit after SIGKILL")
+            log(f"bench: pid {p.pid} did not exit after SIGKILL")
     if p in CHILDREN:
         CHILDREN.remove(p)
 
@@ -369,7 +379,8 @@ class Server:
                           stdout=self.stderr, stderr=subprocess.STDOUT, cwd=self.dir)
         deadline = time.monotonic() + ready_timeout
         while True:
-            if self.proc.poll() is not None:
+            if exited(self.proc):
+                stop(self.proc)
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n"
                                    + self.tail())
             try:
@@ -462,16 +473,25 @@ def wrk(url, conns, duration, script=None, headers=(), env=None, marker=None, ti
     p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=e)
     limit = time.monotonic() + (timeout or duration + 30)
     if marker:
-        while p.poll() is None and not os.path.exists(marker) and time.monotonic() < limit:
+        while not exited(p) and not os.path.exists(marker) and time.monotonic() < limit:
             time.sleep(0.05)
-        if p.poll() is None:
+        if not exited(p):
             p.send_signal(signal.SIGINT)
-    timer = threading.Timer(max(1.0, limit - time.monotonic() + 10), lambda: stop(p, grace=1))
+    lock = threading.Lock()
+
+    def overdue():  # wrk hangs: kill it, unless it has been reaped meanwhile
+        with lock:
+            if p.returncode is None:
+                os.killpg(p.pid, signal.SIGKILL)
+
+    timer = threading.Timer(max(1.0, limit - time.monotonic() + 10), overdue)
     timer.start()
     out = p.stdout.read().decode(errors="replace")
-    _, status, ru = os.wait4(p.pid, 0)
-    timer.cancel()
-    p.returncode = os.waitstatus_to_exitcode(status)
+    os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped
+    with lock:
+        timer.cancel()
+        _, status, ru = os.wait4(p.pid, 0)  # reap, with wrk's own CPU time
+        p.returncode = os.waitstatus_to_exitcode(status)
     if p in CHILDREN:
         CHILDREN.remove(p)
     r = parse_wrk(out)
@@ -630,12 +650,7 @@ def strace_run(srv, seconds, sc):
     r = wrk(f"http://127.0.0.1:{srv.port}{sc.path}", sc.conns, seconds, script=sc.script,
             headers=sc.headers)
     time.sleep(0.2)
-    st.send_signal(signal.SIGINT)  # strace detaches and writes its summary
-    try:
-        st.wait(20)
-    except subprocess.TimeoutExpired:
-        pass
-    stop(st, grace=2)
+    stop(st, sig=signal.SIGINT, grace=20)  # on SIGINT strace detaches and writes its summary
     with open(out) as f:
         calls = parse_strace_c(f.read())
     n = max(r["requests"], 1)
