@@ -542,10 +542,9 @@ def wait_quiet(limit=10.0, threshold=0.3):
         b0, t0 = system_busy_ticks(), time.monotonic()
         time.sleep(0.3)
         busy = (system_busy_ticks() - b0) / CLK_TCK / (time.monotonic() - t0)
-        if busy < threshold or time.monotonic() >= t_end:
-            QUIET_BUDGET[0] = max(0.0, QUIET_BUDGET[0] - (time.monotonic() - t0))
-            return busy
         QUIET_BUDGET[0] = max(0.0, QUIET_BUDGET[0] - (time.monotonic() - t0))
+        if busy < threshold or time.monotonic() >= t_end:
+            return busy
 
 
 # strace runs: the 1 KiB keep-alive scenario (the key figure) and pipelining
