@@ -7,7 +7,7 @@
 #   make test                 install missing Debian packages, build, run every test
 #   make deps                 install missing Debian packages (apt-get, only when missing)
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
-#                             (~13 min; BENCH_QUICK=1 for a ~1-min smoke run): docs/PERFORMANCE.md
+#                             (11-15 min; BENCH_QUICK=1: a ~1.5-min smoke run): docs/PERFORMANCE.md
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
