@@ -1160,30 +1160,26 @@ def main():
             for srv in running.values():
                 srv.stop()
             running = {}
+        def per_server(phase, servers, run, line):
+            """Run one phase per server; a failure is reported and the others still run."""
+            results[phase] = {}
+            for n in servers:
+                try:
+                    results[phase][n] = run(n)
+                    log(f"  {n:9} " + line(results[phase][n]))
+                except Exception as e:
+                    errors.append(f"{phase} {n}: {e}")
+                    log(f"  {n}: FAILED: {e}")
+
         if "callgrind" in PHASES:
             log(f"== callgrind: instructions per request ({CG_REQUESTS:,} requests, one thread each)")
-            results["callgrind"] = {}
-            for n in names:
-                if CG_SERVERS and n not in CG_SERVERS.split(","):
-                    continue
-                try:
-                    p = callgrind_run(n, CG_REQUESTS)
-                    results["callgrind"][n] = p
-                    log(f"  {n:9} {p['ir_per_req']:9,.0f} instr/req  {p['alloc_per_req']:.3f} allocs/req")
-                except Exception as e:
-                    errors.append(f"callgrind {n}: {e}")
-                    log(f"  {n}: FAILED: {e}")
+            per_server("callgrind", [n for n in names if not CG_SERVERS or n in CG_SERVERS.split(",")],
+                       lambda n: callgrind_run(n, CG_REQUESTS),
+                       lambda p: f"{p['ir_per_req']:9,.0f} instr/req  {p['alloc_per_req']:.3f} allocs/req")
         if "idle" in PHASES:
             log(f"== idle keep-alive connections ({IDLE_CONNS:,} per server)")
-            results["idle"] = {}
-            for n in names:
-                try:
-                    m = idle_run(n, IDLE_CONNS)
-                    results["idle"][n] = m
-                    log(f"  {n:9} {m['bytes_per_conn']:8,.0f} bytes/conn ({m['conns']:,} answered)")
-                except Exception as e:
-                    errors.append(f"idle {n}: {e}")
-                    log(f"  {n}: FAILED: {e}")
+            per_server("idle", names, lambda n: idle_run(n, IDLE_CONNS),
+                       lambda m: f"{m['bytes_per_conn']:8,.0f} bytes/conn ({m['conns']:,} answered)")
     finally:
         for srv in running.values():
             srv.stop()
