@@ -10,6 +10,8 @@
 #                             installs podman and makes a local base image when missing)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
 #   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
+#   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
+#                             (11-15 min; BENCH_QUICK=1: a ~1.5-min smoke run): docs/PERFORMANCE.md
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -74,7 +76,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZERS := fuzz_request fuzz_connection
 FUZZ_SECONDS ?= 60
 
-.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run deps-fuzz container-test
+.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run deps-fuzz container-test bench bench-deps
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -129,6 +131,18 @@ test: deps all unit
 
 container-test: deps
 	@bash tests/container/run.sh
+# The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
+# ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).
+bench-deps:
+	@sh bench/deps.sh
+
+$(BUILD)/ceiling: bench/ceiling.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) $(HARDEN) -pthread $< -o $@
+
+bench: bench-deps
+	@$(MAKE) --no-print-directory all $(BUILD)/ceiling
+	BENCH_BUILD=$(BUILD) python3 bench/bench.py
 
 clean:
 	rm -rf build build-tsan build-asan build-fuzz
