@@ -131,6 +131,7 @@ test: deps all unit
 
 container-test: deps
 	@bash tests/container/run.sh
+
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).
 bench-deps:

@@ -370,7 +370,7 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
 
     /* Pick the representation: a precompressed variant the client accepts, or the file. */
     struct fc_entry *rep = e;
-    struct strview aeh = HTTP_HEADER(req, "accept-encoding");
+    struct strview aeh = HTTP_KNOWN(req, H_ACCEPT_ENCODING);
     if (aeh.ptr) {
         struct accept_enc ae;
         parse_accept_encoding(aeh, &ae);
@@ -385,14 +385,14 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
     }
 
     /* Preconditions, in RFC 9110 13.2.2 order. */
-    struct strview im = HTTP_HEADER(req, "if-match");
-    struct strview inm = HTTP_HEADER(req, "if-none-match");
+    struct strview im = HTTP_KNOWN(req, H_IF_MATCH);
+    struct strview inm = HTTP_KNOWN(req, H_IF_NONE_MATCH);
     time_t t;
     if (im.ptr) {
         if (!etag_list_matches(im, rep->etag, rep->etag_len, false))
             return 412;
     } else {
-        struct strview ius = HTTP_HEADER(req, "if-unmodified-since");
+        struct strview ius = HTTP_KNOWN(req, H_IF_UNMODIFIED_SINCE);
         if (ius.ptr && http_date_parse(ius.ptr, ius.len, &t) == 0 && rep->st.st_mtim.tv_sec > t)
             return 412;
     }
@@ -400,7 +400,7 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
         if (etag_list_matches(inm, rep->etag, rep->etag_len, true))
             return send_not_modified(ex, rep) < 0 ? -1 : 0;
     } else {
-        struct strview ims = HTTP_HEADER(req, "if-modified-since");
+        struct strview ims = HTTP_KNOWN(req, H_IF_MODIFIED_SINCE);
         if (ims.ptr && http_date_parse(ims.ptr, ims.len, &t) == 0 && rep->st.st_mtim.tv_sec <= t)
             return send_not_modified(ex, rep) < 0 ? -1 : 0;
     }
@@ -408,9 +408,9 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
     uint64_t size = (uint64_t)rep->st.st_size;
     struct range rg[MAX_RANGES];
     int nr = -1;
-    struct strview range = HTTP_HEADER(req, "range");
+    struct strview range = HTTP_KNOWN(req, H_RANGE);
     if (range.ptr && req->method == HTTP_GET) {
-        struct strview ifr = HTTP_HEADER(req, "if-range");
+        struct strview ifr = HTTP_KNOWN(req, H_IF_RANGE);
         if (!ifr.ptr || if_range_holds(ifr, rep))
             nr = parse_ranges(range, size, rg);
     }
@@ -635,7 +635,7 @@ static int list_directory(struct http_exchange *ex)
     int fd = memfd_create("lfhttpd-listing", MFD_CLOEXEC);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     bool json = false;
-    struct strview accept = HTTP_HEADER(req, "accept");
+    struct strview accept = HTTP_KNOWN(req, H_ACCEPT);
     if (accept.ptr && memmem(accept.ptr, accept.len, "application/json", 16))
         json = true;
     if (f && json) {

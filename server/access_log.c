@@ -144,8 +144,8 @@ void access_log_write(const struct http_exchange *ex)
     gmtime_r(&now, &tm);
     struct strview method = req ? req->method_name : SV_NULL;
     struct strview target = req ? req->target : SV_NULL;
-    struct strview referer = req ? HTTP_HEADER(req, "referer") : SV_NULL;
-    struct strview ua = req ? HTTP_HEADER(req, "user-agent") : SV_NULL;
+    struct strview referer = req ? HTTP_KNOWN(req, H_REFERER) : SV_NULL;
+    struct strview ua = req ? HTTP_KNOWN(req, H_USER_AGENT) : SV_NULL;
     struct strview user = ex->remote_user;
     char proto[9] = "HTTP/1.1";
     if (req)

@@ -115,7 +115,7 @@ static void set_user(struct http_exchange *ex, const char *name)
 
 bool auth_check(const struct auth_users *users, struct http_exchange *ex)
 {
-    struct strview h = HTTP_HEADER(ex->req, "authorization");
+    struct strview h = HTTP_KNOWN(ex->req, H_AUTHORIZATION);
     if (!h.ptr || h.len < 7 || strncasecmp(h.ptr, "basic ", 6))
         return false;
     struct strview b64 = sv_trim((struct strview){ h.ptr + 6, h.len - 6 });

@@ -439,7 +439,9 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
                          bool body_follows)
 {
     struct server *srv = c->srv;
+    char path[EX_PATH_MAX]; /* deliberately not initialised: filled by the router */
     struct http_exchange ex = {
+        .path = path,
         .conn = c,
         .w = w,
         .srv = srv,

@@ -39,8 +39,12 @@ struct http_exchange {
     struct strview remote_user;  /* set by Basic authentication */
     char user_buf[64];
     size_t path_len;
-    char path[4096];        /* the decoded, normalised request path (NUL-terminated) */
+    char *path;             /* the decoded, normalised request path (NUL-terminated), in a
+                             * buffer of EX_PATH_MAX bytes on the processing thread's stack;
+                             * kept out of the struct so building an exchange zeroes no 4 KiB */
 };
+
+#define EX_PATH_MAX 4096
 
 /* Send head + an in-memory body. Returns 0 (sent or parked) or -errno (connection dead). */
 int ex_send(struct http_exchange *ex, struct response *r, const void *body, size_t len);

@@ -85,6 +85,31 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
     return check_head_size(p, at, len);
 }
 
+int http_known_header(struct strview name)
+{
+    static const struct {
+        const char *name;
+        size_t len;
+        int id;
+    } known[] = {
+        { "accept", 6, H_ACCEPT },
+        { "accept-encoding", 15, H_ACCEPT_ENCODING },
+        { "authorization", 13, H_AUTHORIZATION },
+        { "if-match", 8, H_IF_MATCH },
+        { "if-modified-since", 17, H_IF_MODIFIED_SINCE },
+        { "if-none-match", 13, H_IF_NONE_MATCH },
+        { "if-range", 8, H_IF_RANGE },
+        { "if-unmodified-since", 19, H_IF_UNMODIFIED_SINCE },
+        { "range", 5, H_RANGE },
+        { "referer", 7, H_REFERER },
+        { "user-agent", 10, H_USER_AGENT },
+    };
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (known[i].len == name.len && !strncasecmp(known[i].name, name.ptr, name.len))
+            return known[i].id;
+    return -1;
+}
+
 static int on_header_value_complete(llhttp_t *p)
 {
     struct http_parse *ps = PS(p);
@@ -100,6 +125,9 @@ static int on_header_value_complete(llhttp_t *p)
     if (!h->value.ptr)
         h->value = (struct strview){ "", 0 };
     h->value = sv_trim(h->value);
+    int id = h->name.len >= 5 && h->name.len <= 19 ? http_known_header(h->name) : -1;
+    if (id >= 0 && !req->known[id].ptr)
+        req->known[id] = h->value;
     if (SV_CASE_EQ(h->name, "host")) {
         req->host = h->value;
         req->host_count++;

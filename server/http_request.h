@@ -18,6 +18,23 @@ struct http_header {
     struct strview value;
 };
 
+/* Header fields the server itself reads, recorded once while parsing (first occurrence), so
+ * that no handler scans every field per lookup. */
+enum known_header {
+    H_ACCEPT,
+    H_ACCEPT_ENCODING,
+    H_AUTHORIZATION,
+    H_IF_MATCH,
+    H_IF_MODIFIED_SINCE,
+    H_IF_NONE_MATCH,
+    H_IF_RANGE,
+    H_IF_UNMODIFIED_SINCE,
+    H_RANGE,
+    H_REFERER,
+    H_USER_AGENT,
+    H_KNOWN_COUNT
+};
+
 struct http_request {
     uint8_t method;              /* llhttp_method_t */
     uint8_t http_major, http_minor;
@@ -33,6 +50,7 @@ struct http_request {
     struct strview query;        /* after '?', without it; ptr NULL when there is none */
     struct strview host;         /* Host header, or the authority of an absolute-form target */
     unsigned host_count;
+    struct strview known[H_KNOWN_COUNT]; /* ptr NULL when absent */
     unsigned nheaders;
     struct http_header headers[HTTP_MAX_HEADERS];
 };
@@ -40,5 +58,9 @@ struct http_request {
 /* Case-insensitive lookup of the first header named `name`; SV_NULL when absent. */
 struct strview http_request_header(const struct http_request *req, const char *name, size_t len);
 #define HTTP_HEADER(req, lit) http_request_header((req), (lit), sizeof(lit) - 1)
+/* A field from enum known_header (SV_NULL when absent). */
+#define HTTP_KNOWN(req, id) ((req)->known[id])
+/* Which known header `name` is, or -1. */
+int http_known_header(struct strview name);
 
 #endif

@@ -111,8 +111,32 @@ static void path_scan_segment(const char *in, size_t end, size_t *start, size_t 
     *dots = all_dots && (n == 1 || n == 2) ? (int)n : 0;
 }
 
+/* Most request paths need no work: nothing to decode, no empty or dot segment, no byte the
+ * normaliser refuses. Such a path is its own normal form. */
+static bool path_is_clean(const char *in, size_t len)
+{
+    if (len == 0 || in[0] != '/')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        if (c < 0x20 || c == 0x7f || c == '%' || c == '\\')
+            return false;
+        if (c == '/' && i + 1 < len && (in[i + 1] == '/' || in[i + 1] == '.'))
+            return false;
+    }
+    return true;
+}
+
 int path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
 {
+    if (path_is_clean(in, len)) {
+        if (len + 1 > cap)
+            return -ENAMETOOLONG;
+        memcpy(out, in, len);
+        out[len] = '\0';
+        *out_len = len;
+        return 0;
+    }
     size_t pos = len, w, pending = 0, n;
     bool trailing = false, wrote_any = false, too_long = false;
     int rc;

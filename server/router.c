@@ -96,7 +96,7 @@ int router_dispatch(struct http_exchange *ex)
     }
     /* Locations match the decoded, normalised path, so "/assets/../secret" cannot borrow the
      * rules of /assets/. */
-    int rc = path_normalize(req->path.ptr, req->path.len, ex->path, sizeof(ex->path),
+    int rc = path_normalize(req->path.ptr, req->path.len, ex->path, EX_PATH_MAX,
                             &ex->path_len);
     if (rc == -ENAMETOOLONG)
         return 414;
