@@ -40,6 +40,7 @@
 #define LINGER_MS 5000                 /* how long to drain input after a closing response */
 
 static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
+static void conn_close(struct conn *c);
 static const struct event_handler_ops conn_ops = { .handle_event = conn_on_event };
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
@@ -96,18 +97,8 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     int rc = hs_add(&srv->hs, &c->eh, EPOLLIN);
     if (rc < 0) {
         log_error("epoll_ctl add: %s", strerror(-rc));
-        atomic_store(&c->armed, ARMED_NO);
-        /* fall through to close below: the sweep cannot race, it sees ARMED_NO */
-        pthread_mutex_lock(&srv->conns_lock);
-        if (c->prev)
-            c->prev->next = c->next;
-        else
-            srv->conns = c->next;
-        if (c->next)
-            c->next->prev = c->prev;
-        pthread_mutex_unlock(&srv->conns_lock);
-        conn_free_stopped(c);
-        server_conn_closed(srv);
+        atomic_store(&c->armed, ARMED_NO); /* the sweep must not touch it: never registered */
+        conn_close(c);
         return rc;
     }
     return 0;
