@@ -246,6 +246,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
     memset(srv, 0, sizeof(*srv));
     srv->hs.epfd = -1;
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
+    srv->timers.eh.fd = -1;
     srv->argc = argc;
     srv->argv = argv;
     pthread_mutex_init(&srv->conns_lock, NULL);
@@ -294,6 +295,11 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
         return -1;
     if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
         return -1;
+    rc = timer_init(&srv->timers, &srv->hs);
+    if (rc < 0) {
+        fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
+        return -1;
+    }
 
     if (log_open(c->error_log) < 0)
         return -1;
@@ -415,6 +421,7 @@ void server_destroy(struct server *srv)
         close(srv->signals.eh.fd);
     if (srv->stop.eh.fd >= 0)
         close(srv->stop.eh.fd);
+    timer_destroy(&srv->timers);
     if (srv->pool.workers)
         tp_destroy(&srv->pool);
     hs_close(&srv->hs);

@@ -15,6 +15,7 @@
 #include "event_handler.h"
 #include "handle_set.h"
 #include "thread_pool.h"
+#include "timer.h"
 
 struct conn;
 struct runtime;
@@ -53,6 +54,7 @@ struct server {
     struct server_handle timer;  /* timerfd: timeouts, draining, resuming paused listeners */
     struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1 */
     struct server_handle stop;   /* eventfd: wakes the leader when the pool stops */
+    struct timer_heap timers;    /* timerfd: handler timers (delays, CGI timeouts); timer.h */
 
     pthread_mutex_t conns_lock;  /* guards the connection list (not the connections) */
     struct conn *conns;          /* every live connection, for the timer sweep */
