@@ -1,10 +1,10 @@
-/* registry.c — the table of handler types configuration can name. */
+/* registry.c — the table of handler types configuration can name (`handler NAME [ARG]`). */
 #include <string.h>
 
 #include "handler.h"
 
 static const struct handler_ops *const registry[] = {
-    &static_file_handler,
+    &static_file_handler, /* static: files beneath the root (the default) */
 };
 
 const struct handler_ops *handler_lookup(const char *name)

@@ -29,6 +29,7 @@
 #include "router.h"
 #include "runtime.h"
 #include "server.h"
+#include "stream.h"
 #include "thread_pool.h"
 #include "tls_http.h"
 #include "transport.h"
@@ -137,6 +138,7 @@ static void conn_close(struct conn *c)
 
 void conn_free_stopped(struct conn *c)
 {
+    xd_abort(c, NULL);
     if (c->tp->release)
         c->tp->release(c);
     close(c->eh.fd);
@@ -158,6 +160,11 @@ static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout
     }
     if (!keep_deadline)
         atomic_store_explicit(&c->deadline, now_ms() + timeout_ms, memory_order_relaxed);
+    uint8_t view = kind == ARMED_IDLE        ? CV_IDLE
+                   : c->phase == PH_LINGER   ? CV_CLOSING
+                   : (events & EPOLLOUT)     ? CV_WRITING
+                                             : CV_READING;
+    atomic_store_explicit(&c->view, view, memory_order_relaxed);
     /* Publish `armed` before the handle is live: afterwards another thread may own it. */
     atomic_store_explicit(&c->armed, kind, memory_order_release);
     int rc = hs_rearm(&c->srv->hs, &c->eh, events);
@@ -198,6 +205,7 @@ void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
  * caused by unread data cannot destroy the response before the client has read it. */
 static void conn_finish_close(struct conn *c, bool linger)
 {
+    xd_abort(c, NULL);
     /* While draining, the process exits as soon as the last connection is gone, and bytes still
      * queued in the kernel could then be lost (a container's network namespace goes with it):
      * linger, and let the drain sweep close the connection once its send queue is empty. */
@@ -235,7 +243,7 @@ static void conn_linger(struct conn *c)
 
 /* Send what is parked: the carried bytes, then the file. Returns 0 when everything is sent,
  * -EAGAIN when the socket is full (or this event's budget is spent), or -errno. */
-static int conn_flush(struct conn *c, struct worker *w)
+int conn_flush(struct conn *c, struct worker *w)
 {
     size_t budget = FLUSH_BUDGET;
     while (c->out) {
@@ -276,14 +284,14 @@ static void finish_head(struct http_exchange *ex, struct response *r, uint64_t b
         resp_header_u64(r, "Content-Length", 14, body_len);
     if (!ex->keep_alive)
         RESP_LIT(r, "Connection: close\r\n\r\n");
-    else if (ex->req && ex->req->http_minor == 0)
+    else if (ex->req ? ex->req->http_minor == 0 : ex->conn->xd && ex->conn->xd->http_minor == 0)
         RESP_LIT(r, "Connection: keep-alive\r\n\r\n");
     else
         RESP_LIT(r, "\r\n");
 }
 
 /* Write iov[] at once; park whatever the socket did not take. Returns 0 or -errno. */
-static int send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, bool more)
+int conn_send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, bool more)
 {
     struct conn *c = ex->conn;
     size_t total = 0;
@@ -316,10 +324,16 @@ static int send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt,
     return 0;
 }
 
-static void note_response(struct http_exchange *ex, int status)
+void conn_note_response(struct http_exchange *ex, int status)
 {
     ex->responded = true;
     ex->status = status;
+    if (!ex->keep_alive)
+        ex->conn->close_after = true;
+    if (ex->conn->xd) {
+        ex->conn->xd->responded = true;
+        ex->conn->xd->status = status;
+    }
     atomic_fetch_add_explicit(&ex->w->stats.requests, 1, memory_order_relaxed);
 }
 
@@ -332,11 +346,13 @@ int ex_send(struct http_exchange *ex, struct response *r, const void *body, size
     finish_head(ex, r, len);
     if (r->overflow)
         return ex_send_error(ex, 500);
-    note_response(ex, r->status);
+    conn_note_response(ex, r->status);
+    if (ex->conn->xd)
+        ex->conn->xd->done = true; /* a whole response ends a deferred exchange */
     struct iovec iov[2] = { { r->buf, r->len }, { (void *)(uintptr_t)body, len } };
     bool with_body = len && !ex->head_only && !http_status_has_no_body(r->status);
     ex->body_bytes = with_body ? len : 0;
-    return send_or_park(ex, iov, with_body ? 2 : 1, false);
+    return conn_send_or_park(ex, iov, with_body ? 2 : 1, false);
 }
 
 int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len,
@@ -358,12 +374,14 @@ int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t
         conn_drop_file(c);
         return ex_send_error(ex, 500);
     }
-    note_response(ex, r->status);
+    conn_note_response(ex, r->status);
     ex->body_bytes = ex->head_only ? 0 : len;
+    if (c->xd)
+        c->xd->done = true;
     if (ex->head_only || len == 0) {
         conn_drop_file(c);
         struct iovec iov = { r->buf, r->len };
-        return send_or_park(ex, &iov, 1, false);
+        return conn_send_or_park(ex, &iov, 1, false);
     }
     if (len <= SMALL_FILE_MAX) {
         char body[SMALL_FILE_MAX];
@@ -377,11 +395,11 @@ int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t
             c->close_after = true;
         }
         struct iovec iov[2] = { { r->buf, r->len }, { body, (size_t)n } };
-        return send_or_park(ex, iov, 2, false);
+        return conn_send_or_park(ex, iov, 2, false);
     }
     c->file_left = (off_t)len;
     struct iovec iov = { r->buf, r->len };
-    int rc = send_or_park(ex, &iov, 1, true);
+    int rc = conn_send_or_park(ex, &iov, 1, true);
     if (rc < 0 || c->sending)
         return rc; /* the head is parked; the file follows it on EPOLLOUT */
     rc = conn_flush(c, ex->w);
@@ -415,7 +433,7 @@ int ex_send_error(struct http_exchange *ex, int status)
 
 /* ---- receiving and dispatching ------------------------------------------------------------ */
 
-static const char *thread_date(struct worker *w)
+const char *conn_thread_date(struct worker *w)
 {
     time_t now = time(NULL);
     if (now != w->date_sec) {
@@ -427,7 +445,7 @@ static const char *thread_date(struct worker *w)
 
 /* Answer one request whose head has been parsed. */
 static int serve_request(struct conn *c, struct worker *w, struct http_request *req,
-                         bool body_follows)
+                         bool body_follows, uint8_t redirects)
 {
     struct server *srv = c->srv;
     char path[EX_PATH_MAX]; /* deliberately not initialised: filled by the router */
@@ -438,10 +456,11 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
         .srv = srv,
         .rt = c->rt,
         .req = req,
-        .date = thread_date(w),
+        .date = conn_thread_date(w),
         .head_only = req->method == HTTP_HEAD,
         .keep_alive = req->keep_alive && !atomic_load_explicit(&srv->draining,
                                                                memory_order_relaxed),
+        .redirects = redirects,
     };
     /* A client waiting for 100-continue that gets a final answer may never send the body, so
      * the body's framing is in doubt: close after the response. */
@@ -454,13 +473,18 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
     /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
      * sendfile): the promised length cannot be kept, so the connection must close. */
     int rc = status < 0 ? -1 : 0;
-    if (!ex.responded) {
+    if (c->xd && !ex.responded && status >= 400)
+        xd_free(c); /* deferred, then failed after all: answer with the error */
+    else if (c->xd && status < 0)
+        return -1; /* the deferred exchange's connection failed: close (and abort it) */
+    if (!ex.responded && !c->xd) {
         status = status >= 400 ? status : 500;
         rc = static_send_error_page(&ex, status);
         if (rc == -1)
             rc = ex_send_error(&ex, status);
     }
-    access_log_write(&ex);
+    if (!c->xd)
+        access_log_write(&ex); /* a deferred exchange is logged when it ends */
     c->requests++;
     if (!ex.keep_alive)
         c->close_after = true;
@@ -471,7 +495,7 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
 static int serve_parse_error(struct conn *c, struct worker *w, int status)
 {
     struct http_exchange ex = {
-        .conn = c, .w = w, .srv = c->srv, .rt = c->rt, .req = NULL, .date = thread_date(w),
+        .conn = c, .w = w, .srv = c->srv, .rt = c->rt, .req = NULL, .date = conn_thread_date(w),
         .keep_alive = false, .client_addr = c->peer.sin6_addr,
     };
     c->close_after = true;
@@ -505,6 +529,161 @@ static bool stash_input(struct conn *c, const char *buf, size_t len)
     return c->in != NULL;
 }
 
+/* ---- deferred exchanges (stream.c) -------------------------------------------------------- */
+
+/* A deferred exchange is in progress and the connection has nothing to do for it now: hand it
+ * to whatever continues the exchange. This is the thread's last touch of the connection. */
+static void conn_wait_deferred(struct conn *c, struct worker *w)
+{
+    const struct config *cfg = &c->rt->cfg;
+    if (c->xd->flags & EX_TAKE_CONN) {
+        atomic_store_explicit(&c->view, CV_HANDLER, memory_order_relaxed);
+        c->xd->handed_over = true;
+        /* The hand-over: from here the handler owns `c`. If it refuses (-1), it has released
+         * its state and the connection is ours to close. */
+        if (xd_writable(c, w) < 0)
+            conn_close(c);
+        return;
+    }
+    if (c->sending) {
+        conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+    } else if (c->xd->wake) {
+        atomic_store_explicit(&c->view, CV_HANDLER, memory_order_relaxed);
+        if (xd_schedule(c) < 0) /* parked: the timer owns `c` from here */
+            conn_close(c);
+    } else if (xd_reads_body(c)) {
+        conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+    } else {
+        conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false); /* yield, then writable() */
+    }
+}
+
+static void conn_serve(struct conn *c, struct worker *w);
+
+/* Continue a connection whose owner has just changed (a callback returned, a handler gave it
+ * back): wait for the deferred exchange, send what is parked, or read the next request. */
+static void conn_resume(struct conn *c, struct worker *w)
+{
+    if (c->xd) {
+        conn_wait_deferred(c, w);
+        return;
+    }
+    if (c->sending) {
+        conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
+        return;
+    }
+    if (c->close_after && c->phase == PH_HEAD) {
+        conn_finish_close(c, true);
+        return;
+    }
+    conn_serve(c, w);
+}
+
+/* After a callback of the deferred exchange returned `rc`. */
+static void conn_after_callback(struct conn *c, struct worker *w, int rc)
+{
+    if (rc < 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->xd && c->xd->done) {
+        xd_free(c);
+        if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
+            c->close_after = true;
+    }
+    conn_resume(c, w);
+}
+
+void conn_wake(struct conn *c, struct worker *w)
+{
+    conn_after_callback(c, w, xd_writable(c, w));
+}
+
+void conn_handback(struct conn *c, struct worker *w, enum conn_handback_how how,
+                   const struct conn_redirect *redirect)
+{
+    struct ex_deferred saved = *c->xd;
+    xd_free(c);
+    if (how == HANDBACK_CLOSE) {
+        conn_close(c);
+        return;
+    }
+    if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
+        c->close_after = true;
+    if (how == HANDBACK_REDIRECT) {
+        /* An internal GET (RFC 3875 6.2.2): the request is rebuilt from the target and Host. */
+        struct http_request req;
+        memset(&req, 0, offsetof(struct http_request, headers));
+        req.method = saved.head_only ? HTTP_HEAD : HTTP_GET;
+        req.method_name = saved.head_only ? SV("HEAD") : SV("GET");
+        req.http_major = 1;
+        req.http_minor = saved.http_minor;
+        req.keep_alive = saved.keep_alive && !c->close_after;
+        req.target = (struct strview){ redirect->target, redirect->target_len };
+        const char *q = memchr(redirect->target, '?', redirect->target_len);
+        req.path = (struct strview){ redirect->target,
+                                     q ? (size_t)(q - redirect->target) : redirect->target_len };
+        if (q)
+            req.query = (struct strview){ q + 1, redirect->target_len - req.path.len - 1 };
+        req.host = (struct strview){ redirect->host, redirect->host_len };
+        req.host_count = redirect->host_len > 0;
+        if (req.host_count)
+            req.headers[req.nheaders++] = (struct http_header){ SV("Host"), req.host };
+        if (serve_request(c, w, &req, false, (uint8_t)(saved.redirects + 1)) < 0) {
+            conn_close(c);
+            return;
+        }
+    }
+    conn_resume(c, w);
+}
+
+int conn_pump_body(struct conn *c, http_body_cb sink, void *arg)
+{
+    char buf[READ_BUF_SIZE];
+    size_t have = 0;
+    if (c->in) {
+        have = c->in->len - c->in->off;
+        memcpy(buf, c->in->data + c->in->off, have);
+        carry_put(c->in);
+        c->in = NULL;
+    }
+    if (have == 0) {
+        ssize_t n = c->tp->read(c, buf, sizeof(buf));
+        if (n == -EAGAIN)
+            return 0;
+        if (n <= 0)
+            return -1; /* the client closed (or failed) in the middle of the body */
+        have = (size_t)n;
+    }
+    struct http_request unused;
+    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &unused,
+                             .on_body = sink, .body_arg = arg };
+    size_t used = 0;
+    enum http_parse_result r = http_parse_body(&ps, buf, have, &used);
+    if (r == HTTP_PARSE_INCOMPLETE)
+        return 0;
+    if (r != HTTP_PARSE_DONE)
+        return -1;
+    c->phase = PH_HEAD;
+    if (used < have && !stash_input(c, buf + used, have - used))
+        return -1;
+    return 1;
+}
+
+struct body_sink {
+    struct conn *c;
+    struct worker *w;
+};
+
+/* http_body_cb: request body bytes for a deferred exchange that wants them. */
+static int deliver_body(void *arg, const char *data, size_t len)
+{
+    struct body_sink *bs = arg;
+    if (!bs->c->xd || bs->c->xd->done)
+        return 0; /* answered already: the rest of the body is discarded */
+    return xd_body(bs->c, bs->w, data, len, false) < 0 ? 500 : 0;
+}
+
 /* Read, parse and answer requests until the thread would have to wait. */
 static void conn_serve(struct conn *c, struct worker *w)
 {
@@ -512,7 +691,8 @@ static void conn_serve(struct conn *c, struct worker *w)
     const struct config *cfg = &c->rt->cfg;
     char buf[READ_BUF_SIZE];
     struct http_request req;
-    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req };
+    struct body_sink sink = { c, w };
+    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req, .body_arg = &sink };
     size_t have = 0, pos = 0;
     bool may_read = true;
 
@@ -539,17 +719,46 @@ static void conn_serve(struct conn *c, struct worker *w)
         }
         while (pos < have && !c->proxy_header) {
             size_t used = 0;
+            if (c->xd && !xd_reads_body(c)) {
+                /* A deferred exchange is in progress: the next request waits for it. */
+                if (!stash_input(c, buf + pos, have - pos)) {
+                    conn_close(c);
+                    return;
+                }
+                conn_wait_deferred(c, w);
+                return;
+            }
             if (c->phase == PH_BODY) {
+                ps.on_body = xd_reads_body(c) ? deliver_body : NULL;
                 enum http_parse_result r = http_parse_body(&ps, buf + pos, have - pos, &used);
                 pos += used;
-                if (r == HTTP_PARSE_INCOMPLETE)
-                    break;
-                if (r != HTTP_PARSE_DONE) {
+                if (r == HTTP_PARSE_DONE) {
+                    c->phase = PH_HEAD;
+                    if (c->xd && (c->xd->flags & EX_WANT_BODY) && !c->xd->done &&
+                        xd_body(c, w, NULL, 0, true) < 0) {
+                        conn_close(c);
+                        return;
+                    }
+                }
+                if (c->xd && c->xd->done)
+                    xd_free(c);
+                if (r != HTTP_PARSE_INCOMPLETE && r != HTTP_PARSE_DONE) {
                     /* The response was already sent; a broken body leaves framing unknown. */
                     conn_finish_close(c, true);
                     return;
                 }
-                c->phase = PH_HEAD;
+                if (c->sending) {
+                    if (!stash_input(c, buf + pos, have - pos)) {
+                        conn_close(c);
+                        return;
+                    }
+                    conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                    return;
+                }
+                if (r == HTTP_PARSE_INCOMPLETE)
+                    break;
+                if (c->xd)
+                    continue; /* the loop's first check waits for the exchange */
                 if (c->close_after) {
                     conn_finish_close(c, pos < have);
                     return;
@@ -580,26 +789,49 @@ static void conn_serve(struct conn *c, struct worker *w)
             pos += used;
             c->head_deadline = false;
             bool body_follows = r == HTTP_PARSE_HEAD;
+            bool body_here = false; /* the whole body came with the head */
             if (body_follows) {
-                /* Before answering, take what has already arrived of the body (as nginx does):
+                /* Before answering, judge what has already arrived of the body (as nginx does):
                  * a body that is malformed or too large from its start is answered with 400 or
-                 * 413 instead of a response to a request that was never valid. Whatever comes
-                 * later is discarded after the response; an error then can only close. */
-                r = http_parse_body(&ps, buf + pos, have - pos, &used);
-                pos += used;
-                if (r == HTTP_PARSE_ERROR) {
-                    fail_and_close(c, w, ps.status);
+                 * 413 instead of a response to a request that was never valid. The check runs on
+                 * a copy of the parser, so the bytes stay for a handler that reads the body (a
+                 * deferred exchange, stream.c); for the others they are discarded after the
+                 * response, where an error can only close. */
+                llhttp_t probe = c->parser;
+                struct http_parse check = ps;
+                check.parser = &probe;
+                check.on_body = NULL;
+                size_t checked = 0;
+                enum http_parse_result pr = http_parse_body(&check, buf + pos, have - pos, &checked);
+                if (pr == HTTP_PARSE_ERROR) {
+                    fail_and_close(c, w, check.status);
                     return;
                 }
-                body_follows = r != HTTP_PARSE_DONE;
+                body_here = pr == HTTP_PARSE_DONE;
             }
-            /* The static handler discards bodies. A client waiting for 100-continue gets the
-             * final status instead and the connection closes (serve_request): its body, if
-             * it sends it after all, is drained by the lingering close, not read as requests. */
-            if (body_follows && !req.expect_continue)
+            /* The static handler discards bodies. A client waiting for 100-continue that has not
+             * sent its body gets the final status instead and the connection closes
+             * (serve_request): its body, if it sends it after all, is drained by the lingering
+             * close, not read as requests. A handler that reads the body sends 100 Continue
+             * itself (ex_defer, below). */
+            if (body_follows && (!req.expect_continue || body_here))
                 c->phase = PH_BODY;
-            if (serve_request(c, w, &req, body_follows) < 0) {
+            if (serve_request(c, w, &req, body_follows && !body_here, 0) < 0) {
                 conn_close(c);
+                return;
+            }
+            if (c->xd && c->xd->done)
+                xd_free(c);
+            if (c->xd && body_follows && req.expect_continue &&
+                (c->xd->flags & (EX_WANT_BODY | EX_TAKE_CONN)))
+                c->phase = PH_BODY; /* it reads the body: 100 Continue went out (ex_defer) */
+            if (c->xd && (c->xd->flags & EX_TAKE_CONN)) {
+                /* The handler takes the connection, with the rest of the input (its body). */
+                if (!stash_input(c, buf + pos, have - pos)) {
+                    conn_close(c); /* aborts the exchange */
+                    return;
+                }
+                conn_wait_deferred(c, w);
                 return;
             }
             if (c->sending) {
@@ -610,10 +842,18 @@ static void conn_serve(struct conn *c, struct worker *w)
                 conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
                 return;
             }
-            if (c->close_after && c->phase == PH_HEAD) {
+            if (c->close_after && c->phase == PH_HEAD && !c->xd) {
                 conn_finish_close(c, pos < have || body_follows);
                 return;
             }
+        }
+        if (c->xd && !xd_reads_body(c)) {
+            if (!stash_input(c, buf + pos, have - pos)) {
+                conn_close(c);
+                return;
+            }
+            conn_wait_deferred(c, w);
+            return;
         }
 
         /* Need more input. */
@@ -685,12 +925,17 @@ static void conn_on_event(struct event_handler *eh, uint32_t events, struct work
             return;
         }
         c->sending = false;
-        if (c->close_after && c->phase == PH_HEAD) {
+        if (c->close_after && c->phase == PH_HEAD && !c->xd) {
             /* The request may have had a body we did not read (an error, 100-continue) or
              * further requests may follow: linger rather than reset under them. */
             conn_finish_close(c, true);
             return;
         }
+    }
+    if (c->xd && !xd_reads_body(c)) {
+        /* The socket drained (or the exchange yielded): the handler may continue. */
+        conn_after_callback(c, w, xd_writable(c, w));
+        return;
     }
     conn_serve(c, w);
 }

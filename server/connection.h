@@ -17,8 +17,12 @@
 #include <sys/types.h>
 
 #include "event_handler.h"
+#include "http_parser.h"
 
 struct carry;
+struct ex_deferred;
+struct http_exchange;
+struct iovec;
 struct listener;
 struct runtime;
 struct ssl_st;
@@ -30,6 +34,15 @@ enum conn_phase {
     PH_HEAD = 0,   /* reading a request head (or idle between requests) */
     PH_BODY,       /* reading (and discarding or forwarding) a request body */
     PH_LINGER,     /* response sent, write side shut: draining input before close */
+};
+
+/* What a connection waits for, for /server-status (conn.view; written by its owner). */
+enum conn_view {
+    CV_READING = 0, /* a request head or body */
+    CV_WRITING,     /* the socket to drain (EPOLLOUT) */
+    CV_IDLE,        /* the next request (keep-alive) */
+    CV_HANDLER,     /* a handler: a timer, a CGI script (nothing of it is armed) */
+    CV_CLOSING,     /* lingering close */
 };
 
 /* Values of conn.armed: who may act on the connection. */
@@ -68,6 +81,8 @@ struct conn {
     off_t file_off;
     off_t file_left;
     uint32_t requests;                 /* served on this connection */
+    struct ex_deferred *xd;            /* a deferred exchange in progress (stream.c), or NULL */
+    _Atomic uint8_t view;              /* enum conn_view, read by /server-status */
 
     struct sockaddr_in6 peer;          /* IPv4 stored as v4-mapped */
     llhttp_t parser;
@@ -83,5 +98,44 @@ void conn_free_stopped(struct conn *c);
 /* Expire connections (timer sweep): those past their deadline, and with `idle_too` all idle
  * keep-alive ones (draining); `all`: every waiting connection (drain deadline). */
 void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all);
+
+/* ---- for deferred exchanges (stream.c) and handlers that take a connection over ---------- */
+
+/* How a handler gives back a connection it took (EX_TAKE_CONN). */
+enum conn_handback_how {
+    HANDBACK_DONE = 0,  /* the response is complete: continue (keep-alive, pipelining) */
+    HANDBACK_CLOSE,     /* the exchange failed or the client is gone: close */
+    HANDBACK_REDIRECT,  /* answer an internal GET of `redirect` instead (CGI local Location) */
+};
+
+struct conn_redirect {
+    const char *target;        /* "/path?query" */
+    size_t target_len;
+    const char *host;          /* the original request's Host (may be empty) */
+    size_t host_len;
+};
+
+/* Give back a connection taken over with EX_TAKE_CONN: the deferred exchange is freed and the
+ * calling thread continues the connection as if its own event had fired (it re-arms or closes
+ * it). The handler must not touch `c` afterwards. */
+void conn_handback(struct conn *c, struct worker *w, enum conn_handback_how how,
+                   const struct conn_redirect *redirect);
+
+/* For a handler that took the connection: parse request body bytes from the carried input
+ * and, when that is used up, one read of the socket; decoded bytes go to `sink` (which must
+ * accept them all). Returns 1 when the body is complete (bytes after it stay carried for the
+ * next request), 0 when more is to come (wait for EPOLLIN), -1 when the client closed or sent
+ * a malformed body. */
+int conn_pump_body(struct conn *c, http_body_cb sink, void *arg);
+
+/* Send what is parked (carried bytes, a file). Returns 0 when everything is sent, -EAGAIN when
+ * the socket is full, or -errno. */
+int conn_flush(struct conn *c, struct worker *w);
+
+/* Used by stream.c. */
+int conn_send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, bool more);
+void conn_note_response(struct http_exchange *ex, int status);
+const char *conn_thread_date(struct worker *w);
+void conn_wake(struct conn *c, struct worker *w); /* an ex_sleep() timer expired */
 
 #endif

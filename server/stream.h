@@ -1,0 +1,62 @@
+/* stream.h — deferred exchanges: what a connection keeps of an exchange that outlives handle().
+ *
+ * Internal to the core (connection.c and stream.c); handlers use http_exchange.h. A deferred
+ * exchange is owned by exactly one party at a time, like its connection: the thread processing
+ * the connection's event, the timer (while it sleeps, ex_sleep), or — with EX_TAKE_CONN — the
+ * handler that took the connection over (until conn_handback()). */
+#ifndef LF_STREAM_H
+#define LF_STREAM_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "timer.h"
+
+struct conn;
+struct handler_ops;
+struct http_exchange;
+struct loc_conf;
+struct worker;
+
+enum { XF_NONE = 0, XF_LENGTH, XF_CHUNKED, XF_CLOSE }; /* body framing of a streamed response */
+
+struct ex_deferred {
+    const struct handler_ops *ops;
+    void *inst;
+    void *state;
+    const struct loc_conf *loc;
+    struct conn *conn;
+    unsigned flags;            /* EX_WANT_BODY, EX_TAKE_CONN */
+    int status;
+    bool responded;            /* a head has been sent */
+    bool done;                 /* the response is complete */
+    bool head_only;
+    bool keep_alive;
+    bool handed_over;          /* EX_TAKE_CONN: the handler owns the connection now */
+    uint8_t http_minor;
+    uint8_t redirects;
+    uint8_t framing;           /* XF_* once a stream has begun */
+    uint64_t left;             /* XF_LENGTH: body bytes still to send */
+    int64_t wake;              /* ex_sleep(): timer_now() deadline, 0 = none */
+    struct in6_addr client_addr; /* the client, as the exchange saw it */
+    struct timer_entry timer;
+};
+
+/* A fresh exchange for a callback of c's deferred exchange, on the caller's stack. */
+void xd_exchange(struct http_exchange *ex, struct conn *c, struct worker *w);
+/* Callbacks (see handler.h). Return what the handler returned (0 or -1). */
+int xd_body(struct conn *c, struct worker *w, const char *data, size_t len, bool last);
+int xd_writable(struct conn *c, struct worker *w);
+/* The connection is closing: call the handler's abort() (unless it took the connection, in
+ * which case it cleans up itself) and free the deferred exchange. `w` may be NULL. */
+void xd_abort(struct conn *c, struct worker *w);
+/* The exchange has finished: free it (the handler has released its state). */
+void xd_free(struct conn *c);
+/* Does the connection read the request body for the handler now? */
+bool xd_reads_body(const struct conn *c);
+/* Hand the sleeping connection to the timer (the caller's last touch of it). Returns 0 or
+ * -ENOMEM (the caller still owns the connection then). */
+int xd_schedule(struct conn *c);
+
+#endif
