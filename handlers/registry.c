@@ -5,6 +5,9 @@
 
 static const struct handler_ops *const registry[] = {
     &static_file_handler, /* static: files beneath the root (the default) */
+    &status_handler,      /* status: the live /server-status page and ?json */
+    &metrics_handler,     /* metrics: Prometheus text format */
+    &health_handler,      /* health: 200 while serving, 503 while draining */
 };
 
 const struct handler_ops *handler_lookup(const char *name)

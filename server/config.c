@@ -45,6 +45,15 @@ static void config_defaults(struct config *cfg)
     cfg->timeout_keepalive = 75000;
     cfg->timeout_send = 60000;
     cfg->drain_timeout = 30000;
+    cfg->cgi_timeout = 30000;
+    cfg->cgi_max = 64;
+    snprintf(cfg->cgi_env_pass[0], sizeof(cfg->cgi_env_pass[0]), "PATH");
+    cfg->ncgi_env_pass = 1;
+    if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||
+        cidr_list_add(&cfg->status_allow, "::1") < 0) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
+        exit(2);
+    }
 }
 
 bool config_has_tls(const struct config *cfg)
@@ -109,7 +118,7 @@ int config_parse_listen(const char *s, struct listen_addr *la)
 
 enum dir_kind {
     D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_THREADS, D_LOGLEVEL, D_LOGFORMAT, D_CIDRS,
-    D_NAME, D_REALIP, D_TLS_LISTEN, D_CERT, D_ONOFF,
+    D_NAME, D_REALIP, D_TLS_LISTEN, D_CERT, D_ONOFF, D_LIST,
 };
 
 struct directive {
@@ -155,6 +164,11 @@ static const struct directive directives[] = {
     { "tls_session_ticket_rotation", D_DURATION, F(tls_ticket_rotation), 0, 86400000 },
     { "tls_hsts", D_UINT, F(tls_hsts), 0, 315360000 },
     { "tls_redirect_http", D_ONOFF, F(tls_redirect_http), 0, 0 },
+    { "cgi_timeout", D_DURATION, F(cgi_timeout), 1, 86400000 },
+    { "cgi_max", D_UINT, F(cgi_max), 1, 100000 },
+    { "cgi_env_pass", D_LIST, 0, 0, 0 },
+    { "status_allow", D_CIDRS, F(status_allow), 0, 0 },
+    { "test_endpoints", D_LIST, 0, 0, 0 },
 };
 #undef F
 
@@ -257,6 +271,55 @@ static int check_file(const char *where, const char *name, const char *path)
     return 0;
 }
 
+/* Directives with their own syntax: cgi_env_pass NAME...|none, test_endpoints /PREFIX/|off. */
+static int apply_list(struct config *cfg, const char *where, const char *name, char **args,
+                      int nargs)
+{
+    if (nargs < 1) {
+        fprintf(stderr, "%s: '%s' takes one or more values\n", where, name);
+        return -1;
+    }
+    if (!strcmp(name, "cgi_env_pass")) {
+        if (nargs > CONFIG_MAX_ENV_PASS) {
+            fprintf(stderr, "%s: at most %d names for 'cgi_env_pass'\n", where, CONFIG_MAX_ENV_PASS);
+            return -1;
+        }
+        cfg->ncgi_env_pass = 0;
+        for (int i = 0; i < nargs; i++) {
+            const char *v = args[i];
+            if (!strcmp(v, "none") && nargs == 1)
+                return 0;
+            bool ok = *v && strlen(v) < sizeof(cfg->cgi_env_pass[0]) && !isdigit((unsigned char)*v);
+            for (const char *p = v; ok && *p; p++)
+                ok = isalnum((unsigned char)*p) || *p == '_';
+            if (!ok || !strncmp(v, "HTTP_", 5)) {
+                fprintf(stderr, "%s: invalid environment variable name '%s' for 'cgi_env_pass'\n",
+                        where, v);
+                return -1;
+            }
+            snprintf(cfg->cgi_env_pass[cfg->ncgi_env_pass++], sizeof(cfg->cgi_env_pass[0]), "%s", v);
+        }
+        return 0;
+    }
+    /* test_endpoints */
+    if (nargs != 1) {
+        fprintf(stderr, "%s: '%s' takes exactly one value\n", where, name);
+        return -1;
+    }
+    const char *v = args[0];
+    if (!strcmp(v, "off")) {
+        cfg->test_endpoints[0] = '\0';
+        return 0;
+    }
+    if (v[0] != '/' || strlen(v) >= sizeof(cfg->test_endpoints) || strstr(v, "..") ||
+        strpbrk(v, "?#%* \t")) {
+        fprintf(stderr, "%s: 'test_endpoints' takes a path prefix such as /_test/, or off\n", where);
+        return -1;
+    }
+    snprintf(cfg->test_endpoints, sizeof(cfg->test_endpoints), "%s", v);
+    return 0;
+}
+
 /* Apply one process-wide directive. `where` prefixes error messages ("FILE:LINE" or
  * "--flag"); `line` is the configuration file's line (0 for the command line). */
 static int apply_directive(struct config *cfg, const char *where, unsigned line, const char *name,
@@ -272,6 +335,8 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
     }
+    if (d->kind == D_LIST)
+        return apply_list(cfg, where, name, args, nargs);
     if (d->kind == D_CERT && nargs < 2) {
         fprintf(stderr, "%s: '%s' takes a certificate file, a key file and optional server "
                         "names\n", where, name);
@@ -315,6 +380,8 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
         }
         *(bool *)(void *)(base + d->offset) = !strcmp(args[0], "on");
         return 0;
+    case D_LIST:
+        return -1; /* handled above */
     case D_STRING:
         if (strlen(args[0]) >= PATH_MAX) {
             fprintf(stderr, "%s: '%s' value too long\n", where, name);
@@ -335,13 +402,25 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
                 args[0]);
         return -1;
     }
-    case D_CIDRS:
-        for (int i = 0; i < nargs; i++)
-            if (cidr_list_add(&cfg->trusted_proxies, args[i]) < 0) {
+    case D_CIDRS: {
+        struct cidr_list *l = (struct cidr_list *)(void *)(base + d->offset);
+        if (l == &cfg->status_allow && !cfg->status_allow_given) {
+            cidr_list_free(l); /* the first status_allow replaces the default (loopback) */
+            cfg->status_allow_given = true;
+        }
+        for (int i = 0; i < nargs; i++) {
+            bool keyword = l == &cfg->status_allow && nargs == 1 &&
+                           (!strcmp(args[i], "none") || !strcmp(args[i], "all"));
+            if (keyword && !strcmp(args[i], "none"))
+                continue; /* an empty list: nobody */
+            if (keyword ? cidr_list_add(l, "0.0.0.0/0") < 0 || cidr_list_add(l, "::/0") < 0
+                        : cidr_list_add(l, args[i]) < 0) {
                 fprintf(stderr, "%s: invalid address or CIDR range '%s'\n", where, args[i]);
                 return -1;
             }
+        }
         return 0;
+    }
     case D_NAME:
         if (!args[0][0] || strlen(args[0]) >= sizeof(cfg->user) ||
             strspn(args[0], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
@@ -584,6 +663,7 @@ void config_free(struct config *cfg)
 {
     site_set_free(&cfg->sites);
     cidr_list_free(&cfg->trusted_proxies);
+    cidr_list_free(&cfg->status_allow);
 }
 
 /* ---- command line ------------------------------------------------------------------------ */
@@ -603,6 +683,7 @@ static void usage(FILE *out)
             "      --cert FILE         TLS certificate chain, PEM (repeatable: the first is the\n"
             "                          default, the others are chosen by SNI)\n"
             "      --key FILE          private key of the --cert in the same position (PEM)\n"
+            "      --test-endpoints PREFIX  serve the test endpoints under PREFIX (e.g. /_test/)\n"
             "  -t, --test              with no number after it: check the configuration, exit\n"
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
@@ -671,6 +752,7 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         static const struct { char s; const char *l; } opts[] = {
             { 'l', "listen" }, { 'r', "root" }, { 't', "threads" }, { 'c', "config" },
             { 'u', "user" }, { 0, "tls-listen" }, { 0, "cert" }, { 0, "key" },
+            { 0, "test-endpoints" },
         };
         for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]) && !name; k++) {
             size_t ll = strlen(opts[k].l);
@@ -724,7 +806,10 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
             drop_listeners(cfg, true);
             cli_tls_listen = true;
         }
-        if (apply_directive(cfg, where, 0, !strcmp(name, "tls-listen") ? "tls_listen" : name,
+        if (apply_directive(cfg, where, 0,
+                            !strcmp(name, "tls-listen")       ? "tls_listen"
+                            : !strcmp(name, "test-endpoints") ? "test_endpoints"
+                                                              : name,
                             &val, 1) < 0)
             return CONFIG_ERROR;
     }
@@ -732,6 +817,8 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         if (site_apply(&cfg->sites.sites[0].base, "lfhttpd: ROOT", "root", &root_arg, 1) < 0)
             return CONFIG_ERROR;
     }
+    if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0)
+        return CONFIG_ERROR;
     site_set_finish(&cfg->sites);
     if (ncli_cert || ncli_key) {
         /* --cert/--key pairs (in order) replace the file's certificates. */

@@ -17,6 +17,7 @@
 
 #define CONFIG_MAX_LISTEN 16
 #define CONFIG_MAX_CERTS 16
+#define CONFIG_MAX_ENV_PASS 32
 
 struct listen_addr {
     struct sockaddr_storage ss;
@@ -79,6 +80,17 @@ struct config {
     unsigned tls_ticket_rotation;   /* ms between session-ticket key rotations; 0 = no tickets */
     unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
     bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
+
+    /* CGI (handlers/cgi.c). */
+    unsigned cgi_timeout;      /* ms a script may run before its process group is killed */
+    unsigned cgi_max;          /* scripts running at once; more -> 503 */
+    char cgi_env_pass[CONFIG_MAX_ENV_PASS][64]; /* server environment variables scripts get */
+    unsigned ncgi_env_pass;
+
+    /* Built-in handlers (handlers/builtin_status.c, handlers/test_endpoints.c). */
+    struct cidr_list status_allow; /* who may see /server-status and /metrics */
+    bool status_allow_given;       /* the file set it (replacing the loopback default) */
+    char test_endpoints[256];  /* prefix of the test endpoints, "" = off */
 
     const char *config_file; /* NULL when none */
     bool test_only;          /* -t / --test: check the configuration and exit */

@@ -63,6 +63,10 @@ struct server {
     _Atomic bool draining;
     _Atomic int64_t drain_deadline; /* monotonic ms */
     time_t started;
+
+    /* CGI scripts (handlers/cgi.c), process-wide for `cgi_max` and the status page. */
+    _Atomic unsigned cgi_running;
+    _Atomic uint64_t cgi_started, cgi_rejected, cgi_timeouts, cgi_failed;
 };
 
 /* Build the server from `cfg` (whose allocations the first runtime takes over): open roots,

@@ -362,6 +362,34 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
     return lc;
 }
 
+int site_add_builtins(struct site_set *ss, const char *test_prefix)
+{
+    static const char *const builtins[][2] = {
+        { "/healthz", "health" },
+        { "/server-status", "status" },
+        { "/metrics", "metrics" },
+        { NULL, "test" },
+    };
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        for (size_t b = 0; b < sizeof(builtins) / sizeof(builtins[0]); b++) {
+            const char *prefix = builtins[b][0] ? builtins[b][0] : test_prefix;
+            if (!prefix || !prefix[0])
+                continue;
+            bool defined = false;
+            for (unsigned j = 0; j < s->nlocs; j++)
+                defined |= s->locs[j].prefix && !strcmp(s->locs[j].prefix, prefix);
+            if (defined)
+                continue; /* the site's own location wins */
+            struct loc_conf *lc = site_add_location(s, "built-in location", prefix);
+            char *name = (char *)(uintptr_t)builtins[b][1];
+            if (!lc || site_apply(lc, "built-in location", "handler", &name, 1) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- inheritance ---------------------------------------------------------------------------- */
 
 static char *inherit_str(char *mine, const char *parent)
