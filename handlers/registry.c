@@ -8,6 +8,7 @@ static const struct handler_ops *const registry[] = {
     &status_handler,      /* status: the live /server-status page and ?json */
     &metrics_handler,     /* metrics: Prometheus text format */
     &health_handler,      /* health: 200 while serving, 503 while draining */
+    &test_handler,        /* test: httpbin-like endpoints for HTTP clients and load tools */
 };
 
 const struct handler_ops *handler_lookup(const char *name)
