@@ -165,7 +165,8 @@ static bool exact_path(const struct http_exchange *ex)
     return ex->path_len == n || (ex->path_len == n + 1 && ex->path[n] == '/');
 }
 
-/* Method and path checks shared by the three. Returns 0 to go on, or a status / -1. */
+/* Method, path and client checks shared by the three. Returns 0 to go on, 1 when answered
+ * (OPTIONS), an error status, or -1 when the connection failed. */
 static int precheck(struct http_exchange *ex, bool restricted)
 {
     const struct http_request *req = ex->req;
@@ -204,7 +205,7 @@ static int health_handle(void *inst, struct http_exchange *ex)
     struct server *srv = inst;
     int rc = precheck(ex, false);
     if (rc)
-        return rc > 0 ? 0 : rc;
+        return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
     if (atomic_load_explicit(&srv->draining, memory_order_relaxed))
         return send_text(ex, 503, "text/plain; charset=utf-8", "draining\n", 9);
     return send_text(ex, 200, "text/plain; charset=utf-8", "ok\n", 3);
@@ -292,7 +293,7 @@ static int status_handle(void *inst, struct http_exchange *ex)
     struct server *srv = inst;
     int rc = precheck(ex, true);
     if (rc)
-        return rc > 0 ? 0 : rc;
+        return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
     if (!query_has(ex->req->query, "json")) {
         char head[RESP_HEAD_MAX];
         struct response r;
@@ -324,7 +325,7 @@ static int metrics_handle(void *inst, struct http_exchange *ex)
     struct server *srv = inst;
     int rc = precheck(ex, true);
     if (rc)
-        return rc > 0 ? 0 : rc;
+        return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
     struct server_snapshot s;
     server_snapshot(srv, ex->rt, &s);
     char body[OUT_MAX];

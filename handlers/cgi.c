@@ -1002,7 +1002,8 @@ static int cgi_handle(void *inst, struct http_exchange *ex)
     size_t name_len = (size_t)(rel + sc.len - ex->path);
     snprintf(job->name, sizeof(job->name), "%.*s", (int)name_len, ex->path);
     job->host_len = req->host.len < sizeof(job->host) ? req->host.len : 0;
-    memcpy(job->host, req->host.ptr, job->host_len);
+    if (job->host_len)
+        memcpy(job->host, req->host.ptr, job->host_len);
 
     /* The environment, while the request's bytes are still here. */
     size_t head_bytes = req->target.len + 64;

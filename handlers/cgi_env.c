@@ -86,9 +86,9 @@ char *cgi_format_addr(const struct sockaddr_in6 *sa, char *out, size_t cap)
 }
 
 /* May a request header become HTTP_<NAME>? Only names made of letters, digits and '-' (so
- * "X_Foo" cannot pose as "X-Foo"), never Proxy (httpoxy: it would become HTTP_PROXY), and not
- * those RFC 3875 4.1.18 says to leave out: the ones already in CONTENT_LENGTH / CONTENT_TYPE
- * and credentials. */
+ * "X_Foo" cannot pose as "X-Foo"), never Proxy (httpoxy: it would become HTTP_PROXY), not
+ * Transfer-Encoding (the script gets the body decoded), and not those RFC 3875 4.1.18 says to
+ * leave out: the ones already in CONTENT_LENGTH / CONTENT_TYPE and credentials. */
 static bool header_passes(struct strview name)
 {
     if (name.len == 0)
@@ -97,8 +97,8 @@ static bool header_passes(struct strview name)
         if (!isalnum((unsigned char)name.ptr[i]) && name.ptr[i] != '-')
             return false;
     return !SV_CASE_EQ(name, "proxy") && !SV_CASE_EQ(name, "content-type") &&
-           !SV_CASE_EQ(name, "content-length") && !SV_CASE_EQ(name, "authorization") &&
-           !SV_CASE_EQ(name, "proxy-authorization");
+           !SV_CASE_EQ(name, "content-length") && !SV_CASE_EQ(name, "transfer-encoding") &&
+           !SV_CASE_EQ(name, "authorization") && !SV_CASE_EQ(name, "proxy-authorization");
 }
 
 static void add_headers(struct cgi_env *env, const struct http_request *req)
@@ -164,7 +164,7 @@ int cgi_env_build(struct cgi_env *env, const struct cgi_env_info *in)
     } else if (IN6_IS_ADDR_V4MAPPED(&in->local.sin6_addr)) {
         cgi_env_add_str(env, "SERVER_NAME", tmp);
     } else {
-        char v6[INET6_ADDRSTRLEN + 2];
+        char v6[sizeof(tmp) + 2];
         snprintf(v6, sizeof(v6), "[%s]", tmp);
         cgi_env_add_str(env, "SERVER_NAME", v6);
     }
@@ -201,6 +201,7 @@ int cgi_env_build(struct cgi_env *env, const struct cgi_env_info *in)
     cgi_env_add_str(env, "REMOTE_ADDR", tmp);
     snprintf(num, sizeof(num), "%u", ntohs(in->peer.sin6_port));
     cgi_env_add_str(env, "REMOTE_PORT", num);
+    cgi_env_add_str(env, "REQUEST_SCHEME", in->https ? "https" : "http");
     if (in->https)
         cgi_env_add_str(env, "HTTPS", "on");
     cgi_env_add_str(env, "REDIRECT_STATUS", "200"); /* php-cgi's force-cgi-redirect check */

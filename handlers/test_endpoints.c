@@ -40,7 +40,8 @@
 #define BUDGET (4 * 1024 * 1024) /* bytes per event before yielding to other connections */
 
 static const char pattern_line[] =
-    "lfhttpd test bytes 0123456789 abcdefghijklmnopqrstuvwxyz ABCDE\n"; /* 64 bytes */
+    "lfhttpd test bytes 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEF\n";
+_Static_assert(PATTERN_SIZE % (sizeof(pattern_line) - 1) == 0, "the pattern must tile 64 KiB");
 
 struct tests {
     struct server *srv;

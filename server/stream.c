@@ -87,7 +87,8 @@ void xd_exchange(struct http_exchange *ex, struct conn *c, struct worker *w)
     ex->loc = xd->loc;
     ex->date = w ? conn_thread_date(w) : NULL;
     ex->head_only = xd->head_only;
-    ex->keep_alive = xd->keep_alive && !c->close_after;
+    ex->keep_alive = xd->keep_alive && !c->close_after &&
+                     !atomic_load_explicit(&c->srv->draining, memory_order_relaxed);
     ex->responded = xd->responded;
     ex->status = xd->status;
     ex->state = xd->state;
