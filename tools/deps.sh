@@ -3,7 +3,11 @@
 # only those missing.
 # Quiet when everything is already there. Used by `make deps` (and so by `make run`/`make test`).
 set -eu
-PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps nginx-light testssl.sh"
+# nginx-light: the reference for the static differential test; lighttpd: for the CGI one
+# (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
+# (tests/integration/test_status.py); testssl.sh: the TLS check in CI.
+PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps
+      nginx-light testssl.sh lighttpd chromium"
 # `deps.sh fuzz` (make fuzz): clang with libFuzzer and the sanitizer runtimes.
 if [ "${1:-}" = fuzz ]; then
     PKGS="clang libclang-rt-dev llvm"
