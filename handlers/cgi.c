@@ -700,9 +700,12 @@ static uint32_t on_pid(struct cgi_job *job)
     memset(&si, 0, sizeof(si));
     /* Whatever the script left running in its group goes with it (it holds our pipes). */
     kill_group(job);
-    if (waitid(P_PIDFD, (id_t)job->h[H_PID].eh.fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
-        return errno == ECHILD ? 0 : EPOLLIN;
-    job->pid = 0;
+    int rc = waitid(P_PIDFD, (id_t)job->h[H_PID].eh.fd, &si, WEXITED | WNOHANG);
+    if (rc == 0 && si.si_pid == 0)
+        return EPOLLIN; /* not exited after all */
+    if (rc < 0 && errno != ECHILD)
+        return EPOLLIN;
+    job->pid = 0; /* reaped (ECHILD: by someone else, SIGCHLD ignored) */
     atomic_fetch_sub_explicit(&job->srv->cgi_running, 1, memory_order_relaxed);
     if (si.si_code == CLD_EXITED && si.si_status != 0)
         log_info("cgi %s: exited with status %d", job->name, si.si_status);

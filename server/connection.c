@@ -297,18 +297,28 @@ int conn_send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, b
     size_t total = 0;
     for (int i = 0; i < iovcnt; i++)
         total += iov[i].iov_len;
-    ssize_t n = c->tp->writev(c, iov, iovcnt, more);
-    if (n < 0 && n != -EAGAIN)
-        return (int)n;
-    if (n < 0)
-        n = 0;
-    atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+    /* Bytes already parked (an interim 100 Continue) go first: queue behind them. */
+    size_t parked = c->out ? c->out->len - c->out->off : 0;
+    ssize_t n = 0;
+    if (!parked) {
+        n = c->tp->writev(c, iov, iovcnt, more);
+        if (n < 0 && n != -EAGAIN)
+            return (int)n;
+        if (n < 0)
+            n = 0;
+        atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+    }
     size_t left = total - (size_t)n;
     if (left == 0)
         return 0;
-    struct carry *out = carry_get(left);
+    struct carry *out = carry_get(parked + left);
     if (!out)
         return -ENOMEM;
+    if (parked) {
+        memcpy(out->data, c->out->data + c->out->off, parked);
+        out->len = (uint32_t)parked;
+        carry_put(c->out);
+    }
     size_t skip = (size_t)n;
     for (int i = 0; i < iovcnt; i++) {
         if (skip >= iov[i].iov_len) {
