@@ -90,9 +90,6 @@ struct cgi {
     char dir_abs[PATH_MAX];
     char docroot_abs[PATH_MAX];
     int devnull;                    /* stdin of requests without a body */
-    int ready_fd;                   /* an eventfd that is always readable: the poke */
-    pthread_mutex_t jobs_lock;      /* guards the list, for shutdown */
-    struct cgi_job *jobs;
 };
 
 struct cgi_job;
@@ -108,20 +105,25 @@ struct cgi_handle {
 struct cgi_job {
     pthread_mutex_t lock;
     unsigned refs;
-    struct cgi *cg;
+    struct cgi *cg;                 /* the instance: only until the hand-over (see below) */
     struct server *srv;
-    struct cgi_job *prev, *next;
+    struct cgi_job *prev, *next;    /* srv->cgi_jobs, under srv->cgi_lock */
+    int poke_fd;                    /* an eventfd that is always readable (job_end) */
     unsigned timeout, timeout_send; /* cgi_timeout and timeout_send of the request's runtime */
     struct cgi_handle h[H_COUNT];
     pid_t pid;                      /* > 0 until reaped */
     struct timer_entry timer;
     bool timer_set;
 
-    /* Until the script starts. */
+    /* Until the script starts (on the spawner thread, after the hand-over). */
     struct cgi_env env;
     int script_fd, dir_fd;          /* dir_fd -1: the instance's directory */
     int body_fd;                    /* a chunked body collected in memory (memfd), or -1 */
     uint64_t body_len;
+    int stdin_src;                  /* the script's stdin: an fd (borrowed), or -1 for a pipe */
+    int spawn_status;               /* 0, or the HTTP status for a script that did not start */
+    bool begun;                     /* a pool thread has taken over after the spawn */
+    struct cgi_job *spawn_next;     /* the spawner's queue */
 
     /* While the job owns the connection. */
     struct conn *conn;
@@ -165,19 +167,20 @@ static struct cgi_job *job_new(struct cgi *cg)
     job->refs = 1; /* the exchange's */
     job->cg = cg;
     job->srv = cg->srv;
-    job->script_fd = job->dir_fd = job->body_fd = -1;
+    job->script_fd = job->dir_fd = job->body_fd = job->poke_fd = job->stdin_src = -1;
     for (int k = 0; k < H_COUNT; k++) {
         job->h[k].eh.fd = -1;
         job->h[k].eh.ops = &job_ops;
         job->h[k].job = job;
         job->h[k].kind = (uint8_t)k;
     }
-    pthread_mutex_lock(&cg->jobs_lock);
-    job->next = cg->jobs;
-    if (cg->jobs)
-        cg->jobs->prev = job;
-    cg->jobs = job;
-    pthread_mutex_unlock(&cg->jobs_lock);
+    struct server *srv = cg->srv;
+    pthread_mutex_lock(&srv->cgi_lock);
+    job->next = srv->cgi_jobs;
+    if (srv->cgi_jobs)
+        srv->cgi_jobs->prev = job;
+    srv->cgi_jobs = job;
+    pthread_mutex_unlock(&srv->cgi_lock);
     return job;
 }
 
@@ -197,15 +200,15 @@ static void handle_close(struct cgi_job *job, int k)
 /* The last reference is gone: nothing can reach the job any more. */
 static void job_free(struct cgi_job *job)
 {
-    struct cgi *cg = job->cg;
-    pthread_mutex_lock(&cg->jobs_lock);
+    struct server *srv = job->srv;
+    pthread_mutex_lock(&srv->cgi_lock);
     if (job->prev)
         job->prev->next = job->next;
     else
-        cg->jobs = job->next;
+        srv->cgi_jobs = job->next;
     if (job->next)
         job->next->prev = job->prev;
-    pthread_mutex_unlock(&cg->jobs_lock);
+    pthread_mutex_unlock(&srv->cgi_lock);
     for (int k = 0; k < H_COUNT; k++)
         handle_close(job, k);
     if (job->pid > 0) {
@@ -221,6 +224,8 @@ static void job_free(struct cgi_job *job)
         close(job->dir_fd);
     if (job->body_fd >= 0)
         close(job->body_fd);
+    if (job->poke_fd >= 0)
+        close(job->poke_fd);
     cgi_env_free(&job->env);
     carry_put(job->stdin_buf);
     carry_put(job->hdr);
@@ -307,7 +312,7 @@ static void job_end(struct cgi_job *job, struct post *post, enum conn_handback_h
         epoll_ctl(pfd, EPOLL_CTL_DEL, c->eh.fd, NULL);
         if (job->h[H_CLIENT].armed) {
             struct epoll_event e = { .events = EPOLLIN, .data.u32 = TAG_POKE };
-            epoll_ctl(pfd, EPOLL_CTL_ADD, job->cg->ready_fd, &e);
+            epoll_ctl(pfd, EPOLL_CTL_ADD, job->poke_fd, &e);
         }
     }
     if (job->stdin_open) {
@@ -430,6 +435,24 @@ static uint32_t on_client(struct cgi_job *job, struct worker *w, struct post *po
     struct conn *c = job->conn;
     if (!c)
         return 0; /* the poke: the job is done with the client */
+    if (!job->begun) {
+        /* The first event after the spawner's poke: take the exchange on from here. */
+        job->begun = true;
+        epoll_ctl(job->h[H_CLIENT].eh.fd, EPOLL_CTL_DEL, job->poke_fd, NULL);
+        if (job->spawn_status) {
+            job_error(job, w, post, job->spawn_status, "the script could not be started");
+            return job->conn ? (client_update(job), EPOLLIN) : 0;
+        }
+        if (c->phase == PH_BODY && job->stdin_open) {
+            job->want_body = true;
+            pump_body(job, post);
+            if (!job->conn)
+                return 0;
+        } else if (job->stdin_open) {
+            job->stdin_open = false;
+            handle_close(job, H_STDIN);
+        }
+    }
     if (c->sending) {
         int rc = conn_flush(c, w);
         if (rc == 0) {
@@ -950,6 +973,113 @@ static int find_script(struct cgi *cg, const char *rel, size_t len, struct scrip
     }
 }
 
+/* ---- the spawner ------------------------------------------------------------------------
+
+ * posix_spawn returns only once the child has exec'ed (CLONE_VFORK). That is short, but on a
+ * loaded machine it is milliseconds, and a burst of requests for scripts would keep every pool
+ * thread busy starting them while other requests wait. So scripts are started by one thread
+ * of their own, outside the pool: the hand-over queues the job, the spawner starts the script,
+ * arms its handles, and pokes the client handle, whose event brings the exchange back to
+ * whichever pool thread leads. The spawner touches a job only under its lock, and only
+ * before any of its handles but the client's could fire. */
+struct cgi_spawner {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    struct cgi_job *head, *tail;
+    bool stop;
+};
+
+static void spawn_one(struct cgi_job *job)
+{
+    struct post post;
+    post.c = NULL;
+    pthread_mutex_lock(&job->lock);
+    int st = job_spawn(job, job->stdin_src);
+    job->cg = NULL; /* the instance may go with its runtime once the connection is given back */
+    if (job->body_fd >= 0) {
+        close(job->body_fd); /* the script has it as stdin now */
+        job->body_fd = -1;
+    }
+    if (st == 0) {
+        bool ok = job_arm(job, H_STDOUT, EPOLLIN) == 0 && job_arm(job, H_STDERR, EPOLLIN) == 0 &&
+                  (job->h[H_PID].eh.fd < 0 || job_arm(job, H_PID, EPOLLIN) == 0);
+        job->timer.fire = on_timeout;
+        if (ok && timer_add(&job->srv->timers, &job->timer, timer_now() + job->timeout) == 0) {
+            job->timer_set = true;
+            job->refs++;
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            kill_group(job); /* its stdout's EOF and its pidfd (or job_free) clean up */
+            st = 503;
+        }
+    } else {
+        atomic_fetch_sub_explicit(&job->srv->cgi_running, 1, memory_order_relaxed);
+    }
+    job->spawn_status = st;
+    struct epoll_event e = { .events = EPOLLIN, .data.u32 = TAG_POKE };
+    if (epoll_ctl(job->h[H_CLIENT].eh.fd, EPOLL_CTL_ADD, job->poke_fd, &e) < 0 ||
+        job_arm(job, H_CLIENT, EPOLLIN) < 0) {
+        kill_group(job);
+        job_end(job, &post, HANDBACK_CLOSE); /* nothing could bring it back: close it here */
+    }
+    job_unlock(job, NULL, &post);
+}
+
+static void *spawner_main(void *arg)
+{
+    struct cgi_spawner *sp = arg;
+    pthread_mutex_lock(&sp->lock);
+    for (;;) {
+        while (!sp->head && !sp->stop)
+            pthread_cond_wait(&sp->cv, &sp->lock);
+        struct cgi_job *job = sp->head;
+        if (!job)
+            break;
+        sp->head = job->spawn_next;
+        if (!sp->head)
+            sp->tail = NULL;
+        pthread_mutex_unlock(&sp->lock);
+        spawn_one(job);
+        pthread_mutex_lock(&sp->lock);
+    }
+    pthread_mutex_unlock(&sp->lock);
+    return NULL;
+}
+
+/* The server's spawner, started with the first CGI location. Returns 0 or an errno. */
+static int spawner_start(struct server *srv)
+{
+    int rc = 0;
+    pthread_mutex_lock(&srv->cgi_lock);
+    if (!srv->cgi_spawner) {
+        struct cgi_spawner *sp = calloc(1, sizeof(*sp));
+        if (!sp) {
+            rc = ENOMEM;
+        } else {
+            pthread_mutex_init(&sp->lock, NULL);
+            pthread_cond_init(&sp->cv, NULL);
+            /* Signals belong to the pool's signalfd: the spawner blocks them all. */
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_BLOCK, &all, &old);
+            rc = pthread_create(&sp->thread, NULL, spawner_main, sp);
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            if (rc) {
+                pthread_mutex_destroy(&sp->lock);
+                pthread_cond_destroy(&sp->cv);
+                free(sp);
+            } else {
+                srv->cgi_spawner = sp;
+            }
+        }
+    }
+    pthread_mutex_unlock(&srv->cgi_lock);
+    return rc;
+}
+
 /* ---- handler ops ------------------------------------------------------------------------------ */
 
 static int send_busy(struct http_exchange *ex)
@@ -1029,11 +1159,13 @@ static int cgi_handle(void *inst, struct http_exchange *ex)
         .document_root = cg->docroot_abs,
         .script_filename = filename,
         .server_software = "lfhttpd/" LFHTTPD_VERSION,
-        .peer = ex->conn->peer,
+        .peer = ex->conn->peer, /* the port; the address is the client's (trusted proxies) */
         .https = ex->conn->tp != &transport_plain,
+        .remote_user = ex->remote_user,
         .pass = cfg->cgi_env_pass,
         .npass = cfg->ncgi_env_pass,
     };
+    info.peer.sin6_addr = ex->client_addr;
     struct sockaddr_storage local;
     socklen_t ll = sizeof(local);
     if (getsockname(ex->conn->eh.fd, (struct sockaddr *)&local, &ll) == 0) {
@@ -1063,11 +1195,7 @@ static int cgi_handle(void *inst, struct http_exchange *ex)
         }
         return 0;
     }
-    st = job_spawn(job, req->has_body ? -1 : cg->devnull);
-    if (st) {
-        job_drop_unstarted(job, ex->w);
-        return st;
-    }
+    job->stdin_src = req->has_body ? -1 : cg->devnull; /* started after the hand-over */
     if (ex_defer(ex, job, EX_TAKE_CONN) < 0) {
         job_drop_unstarted(job, ex->w);
         return 503;
@@ -1095,63 +1223,47 @@ static int cgi_body(void *inst, struct http_exchange *ex, const char *data, size
     char num[24];
     snprintf(num, sizeof(num), "%llu", (unsigned long long)job->body_len);
     cgi_env_add_str(&job->env, "CONTENT_LENGTH", num);
-    int st = job->env.overflow ? 500 : lseek(job->body_fd, 0, SEEK_SET) < 0 ? 500
-                                                                           : job_spawn(job, job->body_fd);
-    if (st) {
+    if (job->env.overflow || lseek(job->body_fd, 0, SEEK_SET) < 0) {
         job_drop_unstarted(job, ex->w);
-        return ex_send_error(ex, st) < 0 ? -1 : 0;
+        return ex_send_error(ex, 500) < 0 ? -1 : 0;
     }
-    close(job->body_fd);
-    job->body_fd = -1;
+    job->stdin_src = job->body_fd;
     ex_defer_flags(ex, EX_TAKE_CONN); /* the connection hands itself over next */
     return 0;
 }
 
-/* The hand-over: the job owns the connection from here until it gives it back. */
+/* The hand-over: the job owns the connection from here until it gives it back. The script is
+ * started by the spawner thread; its poke brings the exchange back to a pool thread. */
 static int cgi_writable(void *inst, struct http_exchange *ex)
 {
-    struct cgi *cg = inst;
+    (void)inst;
     struct cgi_job *job = ex->state;
     struct conn *c = ex->conn;
-    struct post post;
-    post.c = NULL;
     pthread_mutex_lock(&job->lock);
     job->conn = c;
     int pfd = epoll_create1(EPOLL_CLOEXEC);
     job->h[H_CLIENT].eh.fd = pfd;
+    job->poke_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
     struct epoll_event e = { .events = EPOLLRDHUP, .data.u32 = TAG_SOCKET };
     job->client_events = EPOLLRDHUP;
-    bool ok = pfd >= 0 && epoll_ctl(pfd, EPOLL_CTL_ADD, c->eh.fd, &e) == 0;
-    ok = ok && job_arm(job, H_STDOUT, EPOLLIN) == 0;
-    ok = ok && job_arm(job, H_STDERR, EPOLLIN) == 0;
-    if (job->h[H_PID].eh.fd >= 0)
-        ok = ok && job_arm(job, H_PID, EPOLLIN) == 0;
-    job->timer.fire = on_timeout;
-    if (timer_add(&job->srv->timers, &job->timer,
-                  timer_now() + job->timeout) == 0) {
-        job->timer_set = true;
-        job->refs++;
-    } else {
-        ok = false;
-    }
+    bool ok = pfd >= 0 && job->poke_fd >= 0 && epoll_ctl(pfd, EPOLL_CTL_ADD, c->eh.fd, &e) == 0;
     if (!ok) {
-        job_abort(job, &post, "cannot watch the script (out of memory or descriptors)");
-    } else {
-        if (c->phase == PH_BODY && job->stdin_open) {
-            job->want_body = true;
-            pump_body(job, &post);
-        } else if (job->stdin_open) {
-            job->stdin_open = false;
-            handle_close(job, H_STDIN);
-        }
-        if (job->conn) {
-            client_update(job);
-            if (job_arm(job, H_CLIENT, EPOLLIN) < 0)
-                job_abort(job, &post, "cannot watch the client");
-        }
+        job->conn = NULL;
+        pthread_mutex_unlock(&job->lock);
+        log_error("cgi %s: %s", job->name, strerror(errno));
+        job_drop_unstarted(job, ex->w);
+        return -1; /* refused: the connection closes */
     }
-    (void)cg;
-    job_unlock(job, ex->w, &post);
+    pthread_mutex_unlock(&job->lock);
+    struct cgi_spawner *sp = job->srv->cgi_spawner;
+    pthread_mutex_lock(&sp->lock);
+    if (sp->tail)
+        sp->tail->spawn_next = job;
+    else
+        sp->head = job;
+    sp->tail = job;
+    pthread_cond_signal(&sp->cv);
+    pthread_mutex_unlock(&sp->lock);
     return 0;
 }
 
@@ -1171,8 +1283,7 @@ static void *cgi_create(struct server *srv, const struct loc_conf *lc, char *err
     }
     cg->srv = srv;
     cg->lc = lc;
-    cg->devnull = cg->ready_fd = cg->dir_fd = -1;
-    pthread_mutex_init(&cg->jobs_lock, NULL);
+    cg->devnull = cg->dir_fd = -1;
     if (!realpath(lc->root, cg->docroot_abs)) {
         snprintf(err, errlen, "%s: %s", lc->root, strerror(errno));
         goto fail;
@@ -1195,9 +1306,13 @@ static void *cgi_create(struct server *srv, const struct loc_conf *lc, char *err
         snprintf(cg->dir_abs, sizeof(cg->dir_abs), "%s", cg->docroot_abs);
     }
     cg->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    cg->ready_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (cg->devnull < 0 || cg->ready_fd < 0) {
+    if (cg->devnull < 0) {
         snprintf(err, errlen, "%s", strerror(errno));
+        goto fail;
+    }
+    int rc = spawner_start(srv);
+    if (rc) {
+        snprintf(err, errlen, "cannot start the spawner thread: %s", strerror(rc));
         goto fail;
     }
     return cg;
@@ -1206,25 +1321,37 @@ fail:
         close(cg->dir_fd);
     if (cg->devnull >= 0)
         close(cg->devnull);
-    if (cg->ready_fd >= 0)
-        close(cg->ready_fd);
-    pthread_mutex_destroy(&cg->jobs_lock);
     free(cg);
     return NULL;
 }
 
-/* At exit (the pool has stopped): kill and reap what is still running, free every job. */
+/* With its runtime (a reload, or exit). Jobs do not need the instance after the hand-over,
+ * and before it their connection holds the runtime. */
 static void cgi_destroy(void *inst)
 {
     struct cgi *cg = inst;
-    while (cg->jobs)
-        job_free(cg->jobs);
     if (cg->own_dir_fd)
         close(cg->dir_fd);
     close(cg->devnull);
-    close(cg->ready_fd);
-    pthread_mutex_destroy(&cg->jobs_lock);
     free(cg);
+}
+
+void cgi_shutdown(struct server *srv)
+{
+    struct cgi_spawner *sp = srv->cgi_spawner;
+    if (sp) {
+        pthread_mutex_lock(&sp->lock);
+        sp->stop = true;
+        pthread_cond_signal(&sp->cv);
+        pthread_mutex_unlock(&sp->lock);
+        pthread_join(sp->thread, NULL);
+        pthread_mutex_destroy(&sp->lock);
+        pthread_cond_destroy(&sp->cv);
+        free(sp);
+        srv->cgi_spawner = NULL;
+    }
+    while (srv->cgi_jobs)
+        job_free(srv->cgi_jobs); /* kills and reaps a script still running */
 }
 
 const struct handler_ops cgi_handler = {

@@ -201,6 +201,10 @@ int cgi_env_build(struct cgi_env *env, const struct cgi_env_info *in)
     cgi_env_add_str(env, "REMOTE_ADDR", tmp);
     snprintf(num, sizeof(num), "%u", ntohs(in->peer.sin6_port));
     cgi_env_add_str(env, "REMOTE_PORT", num);
+    if (in->remote_user.len) { /* RFC 3875 4.1.1 and 4.1.11 */
+        cgi_env_add_str(env, "AUTH_TYPE", "Basic");
+        cgi_env_add(env, "REMOTE_USER", in->remote_user.ptr, in->remote_user.len);
+    }
     cgi_env_add_str(env, "REQUEST_SCHEME", in->https ? "https" : "http");
     if (in->https)
         cgi_env_add_str(env, "HTTPS", "on");

@@ -34,6 +34,7 @@ struct cgi_env_info {
     struct sockaddr_in6 local;      /* the connection's local address (v4-mapped for IPv4) */
     struct sockaddr_in6 peer;
     bool https;
+    struct strview remote_user;     /* set when the server authenticated the client (Basic) */
     const char (*pass)[64];         /* names of server environment variables to pass */
     unsigned npass;
 };

@@ -51,6 +51,11 @@ extern const struct handler_ops metrics_handler;
 extern const struct handler_ops health_handler;
 extern const struct handler_ops test_handler;
 
+/* At exit, after the pool has stopped: kill and reap the CGI scripts still running and free
+ * their jobs (handlers/cgi.c). Jobs outlive configuration generations, so they are the
+ * server's, not an instance's. */
+void cgi_shutdown(struct server *srv);
+
 /* Answer `status` with the location's custom error page (`error_page`), if it has one.
  * Returns 0 when sent, -1 when there is none (the core sends its built-in page), -2 when the
  * connection failed. */

@@ -28,6 +28,7 @@
 #include "acceptor.h"
 #include "carry.h"
 #include "connection.h"
+#include "handler.h"
 #include "log.h"
 #include "router.h"
 #include "runtime.h"
@@ -251,6 +252,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
     srv->argv = argv;
     pthread_mutex_init(&srv->conns_lock, NULL);
     pthread_mutex_init(&srv->rt_lock, NULL);
+    pthread_mutex_init(&srv->cgi_lock, NULL);
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
@@ -408,11 +410,13 @@ void server_destroy(struct server *srv)
 {
     /* The pool has stopped: no thread runs a handler any more. Free what is left (connections
      * still open when the drain deadline passed). */
+    timer_destroy(&srv->timers); /* before what its entries live in */
     while (srv->conns) {
         struct conn *c = srv->conns;
         srv->conns = c->next;
         conn_free_stopped(c);
     }
+    cgi_shutdown(srv); /* scripts still running: killed and reaped */
     for (unsigned i = 0; i < srv->nlisteners; i++)
         close(srv->listeners[i].eh.fd);
     if (srv->timer.eh.fd >= 0)
@@ -421,12 +425,12 @@ void server_destroy(struct server *srv)
         close(srv->signals.eh.fd);
     if (srv->stop.eh.fd >= 0)
         close(srv->stop.eh.fd);
-    timer_destroy(&srv->timers);
     if (srv->pool.workers)
         tp_destroy(&srv->pool);
     hs_close(&srv->hs);
     runtime_unref(atomic_exchange(&srv->rt, NULL));
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);
+    pthread_mutex_destroy(&srv->cgi_lock);
     carry_pool_release();
 }

@@ -17,6 +17,8 @@
 #include "thread_pool.h"
 #include "timer.h"
 
+struct cgi_job;
+struct cgi_spawner;
 struct conn;
 struct runtime;
 
@@ -64,9 +66,13 @@ struct server {
     _Atomic int64_t drain_deadline; /* monotonic ms */
     time_t started;
 
-    /* CGI scripts (handlers/cgi.c), process-wide for `cgi_max` and the status page. */
+    /* CGI scripts (handlers/cgi.c): process-wide, for `cgi_max` and the status page; a job
+     * outlives the configuration generation it started under. */
     _Atomic unsigned cgi_running;
     _Atomic uint64_t cgi_started, cgi_rejected, cgi_timeouts, cgi_failed;
+    pthread_mutex_t cgi_lock;    /* guards cgi_jobs and starting the spawner */
+    struct cgi_job *cgi_jobs;    /* every job not yet freed, for shutdown */
+    struct cgi_spawner *cgi_spawner; /* the thread that starts scripts (none without CGI) */
 };
 
 /* Build the server from `cfg` (whose allocations the first runtime takes over): open roots,

@@ -93,6 +93,8 @@ static void test_post(void)
     is_str(cgi_env_get(&env, "REMOTE_ADDR"), "198.51.100.7", "REMOTE_ADDR");
     is_str(cgi_env_get(&env, "REMOTE_PORT"), "40000", "REMOTE_PORT");
     is_str(cgi_env_get(&env, "HTTPS"), NULL, "HTTPS unset without TLS");
+    is_str(cgi_env_get(&env, "AUTH_TYPE"), NULL, "no AUTH_TYPE without authentication");
+    is_str(cgi_env_get(&env, "REMOTE_USER"), NULL, "no REMOTE_USER without authentication");
     is_str(cgi_env_get(&env, "REQUEST_SCHEME"), "http", "REQUEST_SCHEME");
     is_str(cgi_env_get(&env, "HTTP_HOST"), "Example.test:8443", "HTTP_HOST");
     is_str(cgi_env_get(&env, "HTTP_X_MULTI"), "one, two", "repeated fields joined with ', '");
@@ -129,6 +131,7 @@ static void test_get_v6_no_host(void)
     struct cgi_env_info info = {
         .req = &req, .script_name = SV("/cgi-bin/env"), .document_root = "/r",
         .script_filename = "/r/cgi-bin/env", .server_software = "x", .https = true,
+        .remote_user = SV("ann"),
     };
     info.local.sin6_family = AF_INET6;
     info.local.sin6_port = htons(80);
@@ -142,6 +145,8 @@ static void test_get_v6_no_host(void)
     is_str(cgi_env_get(&env, "PATH_TRANSLATED"), NULL, "no PATH_TRANSLATED");
     is_str(cgi_env_get(&env, "CONTENT_LENGTH"), NULL, "no CONTENT_LENGTH without a body");
     is_str(cgi_env_get(&env, "HTTPS"), "on", "HTTPS=on with TLS");
+    is_str(cgi_env_get(&env, "AUTH_TYPE"), "Basic", "AUTH_TYPE after Basic authentication");
+    is_str(cgi_env_get(&env, "REMOTE_USER"), "ann", "REMOTE_USER");
     is_str(cgi_env_get(&env, "REQUEST_SCHEME"), "https", "REQUEST_SCHEME with TLS");
     cgi_env_free(&env);
 }
