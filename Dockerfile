@@ -29,10 +29,10 @@ RUN make -j"$(nproc)" \
 # ---- runtime stage -----------------------------------------------------------------------
 FROM debian:bookworm-slim
 
-# The path HEALTHCHECK requests. `/` (the default site's index) until the server answers
-# /healthz (issue 6, which also makes it 503 while draining); then change this one line to
-# /healthz. It can also be set per container: `-e LFHTTPD_HEALTHCHECK_PATH=/healthz`.
-ARG HEALTHCHECK_PATH=/
+# The path HEALTHCHECK requests: the built-in /healthz, 200 while serving and 503 once a
+# graceful stop began (handlers/builtin_status.c). It can also be set per container:
+# `-e LFHTTPD_HEALTHCHECK_PATH=/`.
+ARG HEALTHCHECK_PATH=/healthz
 
 # libssl3 only (libcrypt1 and bash are in the base image already).
 RUN apt-get update \

@@ -362,6 +362,8 @@ int ex_send(struct http_exchange *ex, struct response *r, const void *body, size
     struct iovec iov[2] = { { r->buf, r->len }, { (void *)(uintptr_t)body, len } };
     bool with_body = len && !ex->head_only && !http_status_has_no_body(r->status);
     ex->body_bytes = with_body ? len : 0;
+    if (ex->conn->xd)
+        ex->conn->xd->body_bytes = ex->body_bytes;
     return conn_send_or_park(ex, iov, with_body ? 2 : 1, false);
 }
 
@@ -386,8 +388,10 @@ int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t
     }
     conn_note_response(ex, r->status);
     ex->body_bytes = ex->head_only ? 0 : len;
-    if (c->xd)
+    if (c->xd) {
         c->xd->done = true;
+        c->xd->body_bytes = ex->body_bytes;
+    }
     if (ex->head_only || len == 0) {
         conn_drop_file(c);
         struct iovec iov = { r->buf, r->len };
@@ -597,7 +601,7 @@ static void conn_after_callback(struct conn *c, struct worker *w, int rc)
         return;
     }
     if (c->xd && c->xd->done) {
-        xd_free(c);
+        xd_finish(c, w);
         if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
             c->close_after = true;
     }
@@ -613,7 +617,10 @@ void conn_handback(struct conn *c, struct worker *w, enum conn_handback_how how,
                    const struct conn_redirect *redirect)
 {
     struct ex_deferred saved = *c->xd;
-    xd_free(c);
+    if (how == HANDBACK_CLOSE)
+        xd_abort(c, w); /* logged as what was answered, or 499 */
+    else
+        xd_finish(c, w);
     if (how == HANDBACK_CLOSE) {
         conn_close(c);
         return;
@@ -751,7 +758,7 @@ static void conn_serve(struct conn *c, struct worker *w)
                     }
                 }
                 if (c->xd && c->xd->done)
-                    xd_free(c);
+                    xd_finish(c, w);
                 if (r != HTTP_PARSE_INCOMPLETE && r != HTTP_PARSE_DONE) {
                     /* The response was already sent; a broken body leaves framing unknown. */
                     conn_finish_close(c, true);
@@ -831,7 +838,7 @@ static void conn_serve(struct conn *c, struct worker *w)
                 return;
             }
             if (c->xd && c->xd->done)
-                xd_free(c);
+                xd_finish(c, w);
             if (c->xd && body_follows && req.expect_continue &&
                 (c->xd->flags & (EX_WANT_BODY | EX_TAKE_CONN)))
                 c->phase = PH_BODY; /* it reads the body: 100 Continue went out (ex_defer) */

@@ -13,10 +13,12 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "access_log.h"
 #include "carry.h"
 #include "connection.h"
 #include "handler.h"
 #include "http_exchange.h"
+#include "runtime.h"
 #include "server.h"
 #include "site.h"
 #include "tls_http.h"
@@ -25,6 +27,54 @@ static void on_wake(struct timer_entry *t, struct worker *w)
 {
     struct ex_deferred *xd = (struct ex_deferred *)((char *)t - offsetof(struct ex_deferred, timer));
     conn_wake(xd->conn, w);
+}
+
+/* Copy what the access log line needs of the request (its bytes are gone when it ends). */
+static void keep_for_log(struct ex_deferred *xd, const struct http_exchange *ex)
+{
+    const struct http_request *req = ex->req;
+    struct strview f[6] = { req->method_name, req->target, req->host,
+                            HTTP_KNOWN(req, H_REFERER), HTTP_KNOWN(req, H_USER_AGENT),
+                            ex->remote_user };
+    size_t total = 0;
+    for (int i = 0; i < 6; i++)
+        total += f[i].len;
+    xd->log_buf = malloc(total + 1);
+    if (!xd->log_buf)
+        return; /* logged with what is left: "-" */
+    struct strview *out[6] = { &xd->log_method, &xd->log_target, &xd->log_host,
+                               &xd->log_referer, &xd->log_ua, &xd->log_user };
+    char *p = xd->log_buf;
+    for (int i = 0; i < 6; i++) {
+        if (f[i].len)
+            memcpy(p, f[i].ptr, f[i].len);
+        *out[i] = f[i].ptr ? (struct strview){ p, f[i].len } : SV_NULL;
+        p += f[i].len;
+    }
+}
+
+/* Write the exchange's access log line, from what keep_for_log() kept. */
+static void log_exchange(struct conn *c, struct worker *w, int status)
+{
+    struct ex_deferred *xd = c->xd;
+    if (!xd->log_buf || c->rt->access_fd < 0)
+        return;
+    struct http_request req;
+    memset(&req, 0, offsetof(struct http_request, headers));
+    req.method_name = xd->log_method;
+    req.target = xd->log_target;
+    req.host = xd->log_host;
+    req.http_major = 1;
+    req.http_minor = xd->http_minor;
+    req.known[H_REFERER] = xd->log_referer;
+    req.known[H_USER_AGENT] = xd->log_ua;
+    struct http_exchange ex;
+    xd_exchange(&ex, c, w);
+    ex.req = &req;
+    ex.status = status;
+    ex.body_bytes = xd->body_bytes;
+    ex.remote_user = xd->log_user;
+    access_log_write(&ex);
 }
 
 int ex_defer(struct http_exchange *ex, void *state, unsigned flags)
@@ -61,6 +111,8 @@ int ex_defer(struct http_exchange *ex, void *state, unsigned flags)
                          !atomic_load_explicit(&ex->srv->draining, memory_order_relaxed);
     }
     xd->keep_alive = ex->keep_alive;
+    if (ex->rt->access_fd >= 0 && ex->req)
+        keep_for_log(xd, ex);
     c->xd = xd;
     return 0;
 }
@@ -125,11 +177,21 @@ void xd_abort(struct conn *c, struct worker *w)
         xd_exchange(&ex, c, w);
         xd->ops->abort(xd->inst, &ex);
     }
+    /* Like nginx: 499 when the client went away before an answer was sent. */
+    log_exchange(c, w, xd->responded ? xd->status : 499);
+    xd_free(c);
+}
+
+void xd_finish(struct conn *c, struct worker *w)
+{
+    log_exchange(c, w, c->xd->status);
     xd_free(c);
 }
 
 void xd_free(struct conn *c)
 {
+    if (c->xd)
+        free(c->xd->log_buf);
     free(c->xd);
     c->xd = NULL;
 }
@@ -204,6 +266,7 @@ int ex_stream_write(struct http_exchange *ex, const void *data, size_t len)
     }
     if (len > EX_STREAM_MAX)
         return -EINVAL;
+    xd->body_bytes += len;
     char hex[24];
     struct iovec iov[3];
     int n = 0;

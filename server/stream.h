@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "strview.h"
 #include "timer.h"
 
 struct conn;
@@ -40,6 +41,11 @@ struct ex_deferred {
     uint64_t left;             /* XF_LENGTH: body bytes still to send */
     int64_t wake;              /* ex_sleep(): timer_now() deadline, 0 = none */
     struct in6_addr client_addr; /* the client, as the exchange saw it */
+    uint64_t body_bytes;       /* body bytes sent, for the access log */
+    /* For the access log, written when the exchange ends (only with an access log): copies of
+     * what the request said, in one allocation. */
+    char *log_buf;
+    struct strview log_method, log_target, log_host, log_referer, log_ua, log_user;
     struct timer_entry timer;
 };
 
@@ -51,7 +57,9 @@ int xd_writable(struct conn *c, struct worker *w);
 /* The connection is closing: call the handler's abort() (unless it took the connection, in
  * which case it cleans up itself) and free the deferred exchange. `w` may be NULL. */
 void xd_abort(struct conn *c, struct worker *w);
-/* The exchange has finished: free it (the handler has released its state). */
+/* The exchange has finished (the handler has released its state): log it and free it. */
+void xd_finish(struct conn *c, struct worker *w);
+/* Free it without logging (it failed before answering; the caller answers and logs). */
 void xd_free(struct conn *c);
 /* Does the connection read the request body for the handler now? */
 bool xd_reads_body(const struct conn *c);

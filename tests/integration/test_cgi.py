@@ -470,3 +470,93 @@ def test_sigterm_lets_a_running_script_finish(tmpdir):
         r = c.read_response()
         assert r.status == 200 and r.body == b"rested\n"
     assert srv.wait(T(5)) == 0
+
+
+# ---- with the rest of the server: the access log, Basic authentication, reloads ------------
+
+def test_access_log_covers_deferred_exchanges(tmpdir):
+    log = os.path.join(tmpdir, "access.log")
+    srv = setup(tmpdir, conf=["access_log %s" % log, "test_endpoints /_test/"])
+    get(srv, "/cgi-bin/hello")
+    get(srv, "/cgi-bin/status404")
+    get(srv, "/_test/delay/50")
+    get(srv, "/_test/bytes/1000")
+    get(srv, "/_test/stream/3")
+    raw(srv, req("POST", "/cgi-bin/echo-body", body=b"12345",
+                 headers=[("User-Agent", "ua/1"), ("Referer", "http://r.example/")]))
+    c = Conn(srv)                                  # a client that goes away: 499
+    c.send(req("GET", "/cgi-bin/wait"))
+    pidfile = os.path.join(tmpdir, "wait.pid")
+    assert wait_until(lambda: os.path.exists(pidfile) and os.path.getsize(pidfile) > 0, 5)
+    c.close()
+
+    def lines():
+        with open(log) as f:
+            return f.read().splitlines()
+    assert wait_until(lambda: len(lines()) >= 7, 5), lines()
+    text = "\n".join(lines())
+    hello_len = len(get(srv, "/cgi-bin/hello").body)
+
+    def has(request, status, size):
+        pat = '"%s HTTP/1.1" %s %s ' % (request, status, size)
+        return any(pat in l for l in lines())
+    assert has("GET /cgi-bin/hello", 200, hello_len), text
+    assert has("GET /cgi-bin/status404", 404, 9), text
+    assert has("GET /_test/delay/50", 200, len(b'{"delay_ms":50}\n')), text
+    assert has("GET /_test/bytes/1000", 200, 1000), text
+    assert any('"GET /_test/stream/3 HTTP/1.1" 200 ' in l for l in lines()), text
+    assert any('"POST /cgi-bin/echo-body HTTP/1.1" 200 5 "http://r.example/" "ua/1"' in l
+               for l in lines()), text
+    assert wait_until(lambda: any('"GET /cgi-bin/wait HTTP/1.1" 499 -' in l for l in lines()), 3), \
+        "\n".join(lines())
+
+
+def test_basic_authentication_reaches_the_script(tmpdir):
+    import subprocess
+    h = subprocess.run(["openssl", "passwd", "-6", "-salt", "lfhttpdtest", "s3cret"],
+                       stdout=subprocess.PIPE, check=True).stdout.decode().strip()
+    users = os.path.join(tmpdir, "users")
+    with open(users, "w") as f:
+        f.write("ann:%s\n" % h)
+    srv = setup(tmpdir, conf=["location /cgi-bin/private/ {", "    handler cgi",
+                              '    auth_basic "scripts"', "    auth_basic_user_file %s" % users,
+                              "}"])
+    os.makedirs(os.path.join(srv.www, "cgi-bin", "private"))
+    write_script(os.path.join(srv.www, "cgi-bin", "private"), "env",
+                 SH + "printf 'Content-Type: text/plain\\n\\n'\nenv\n")
+    assert get(srv, "/cgi-bin/private/env").status == 401
+    import base64
+    auth = "Basic " + base64.b64encode(b"ann:s3cret").decode()
+    e = env_of(get(srv, "/cgi-bin/private/env", headers=[("Authorization", auth)]))
+    assert e["AUTH_TYPE"] == "Basic" and e["REMOTE_USER"] == "ann"
+    assert "HTTP_AUTHORIZATION" not in e
+    assert "AUTH_TYPE" not in env_of(get(srv, "/cgi-bin/env"))
+
+
+def test_reload_while_scripts_run(tmpdir):
+    """A job outlives the configuration generation it started under."""
+    srv = setup(tmpdir, conf=["cgi_timeout 20s"])
+    conf = os.path.join(tmpdir, "lfhttpd.conf")
+    with Conn(srv, timeout=30) as c1, Conn(srv, timeout=30) as c2:
+        c1.send(req("GET", "/cgi-bin/slow"))
+        c2.send(req("POST", "/cgi-bin/slowread", body=b"x" * 100000))
+        time.sleep(0.3)
+        with open(conf, "a") as f:
+            f.write("cgi_timeout 10s\n")
+        srv.signal(signal.SIGHUP)
+        assert wait_until(lambda: srv.stderr.count("generation") >= 1 or
+                          "reload" in srv.stderr.lower(), 5), srv.stderr
+        time.sleep(0.2)
+        # A request on a new connection runs under the new generation meanwhile.
+        assert get(srv, "/cgi-bin/hello").status == 200
+        srv.signal(signal.SIGHUP)                 # and yet another generation
+        time.sleep(0.2)
+        a = c1.read_response()
+        b = c2.read_response()
+        assert a.status == 200 and a.body.count(b"\n") == 10
+        assert b.status == 200 and b.body.strip() == b"100000"
+        # the old connections go on under the newest generation
+        c1.send(req("GET", "/cgi-bin/hello"))
+        assert c1.read_response().status == 200
+    assert no_zombies(srv)
+    assert wait_until(lambda: status_json(srv)["cgi"]["running"] == 0, 3)
