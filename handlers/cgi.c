@@ -1,11 +1,12 @@
 /* cgi.c — CGI/1.1 (RFC 3875) programs, without a pool thread ever waiting for one.
  *
  * A request for a script is resolved beneath the location's directory (the same
- * openat2(RESOLVE_BENEATH) open as static files) to an open regular, executable file; the
- * script is started with posix_spawn() from that descriptor (/proc/self/fd/3, so what was
- * checked is what runs), in its own process group, in its own directory, with an environment
- * of meta-variables only (cgi_env.c). Then the job takes the connection over (EX_TAKE_CONN)
- * and everything else happens in the shared handle set, on whichever thread leads:
+ * openat2(RESOLVE_BENEATH) open as static files) to an open regular, executable file, and its
+ * environment is built (meta-variables only, cgi_env.c). The job then takes the connection
+ * over (EX_TAKE_CONN); the spawner thread starts the script with posix_spawn() from the
+ * descriptor that was checked (/proc/self/fd/3, so what was checked is what runs), in its own
+ * process group and directory; and everything else happens in the shared handle set, on
+ * whichever pool thread leads:
  *
  *   client  a small epoll set holding the client socket, itself one handle in the shared set,
  *           so the job can change what it waits for on the socket (body bytes, room to write,
@@ -888,18 +889,12 @@ fail:
     return status;
 }
 
-/* Give up a job that never got the connection: its reservation, its process (reaped through
- * its pidfd when it can be watched), and the exchange's reference. */
+/* Give up a job whose script was never started: its reservation (cgi_max) and the exchange's
+ * reference. */
 static void job_drop_unstarted(struct cgi_job *job, struct worker *w)
 {
     pthread_mutex_lock(&job->lock);
-    if (job->pid > 0) {
-        kill_group(job);
-        if (job->h[H_PID].eh.fd >= 0)
-            job_arm(job, H_PID, EPOLLIN);
-    } else {
-        atomic_fetch_sub_explicit(&job->srv->cgi_running, 1, memory_order_relaxed);
-    }
+    atomic_fetch_sub_explicit(&job->srv->cgi_running, 1, memory_order_relaxed);
     job->refs--;
     job_unlock(job, w, NULL);
 }
@@ -1072,6 +1067,7 @@ static int spawner_start(struct server *srv)
                 pthread_cond_destroy(&sp->cv);
                 free(sp);
             } else {
+                pthread_setname_np(sp->thread, "lfhttpd-spawn");
                 srv->cgi_spawner = sp;
             }
         }
