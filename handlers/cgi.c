@@ -293,6 +293,10 @@ static void client_update(struct cgi_job *job)
         ev |= EPOLLIN;
     if (c->sending)
         ev |= EPOLLOUT;
+    if (c->tp_want) { /* TLS: the transport must move bytes the other way first */
+        ev |= c->tp_want;
+        c->tp_want = 0;
+    }
     if (ev == job->client_events)
         return;
     struct epoll_event e = { .events = ev, .data.u32 = TAG_SOCKET };
