@@ -3,7 +3,7 @@
  * A request for a script is resolved beneath the location's directory (the same
  * openat2(RESOLVE_BENEATH) open as static files) to an open regular, executable file, and its
  * environment is built (meta-variables only, cgi_env.c). The job then takes the connection
- * over (EX_TAKE_CONN); the spawner thread starts the script with posix_spawn() from the
+ * over (EX_TAKE_CONN); a spawner thread starts the script with posix_spawn() from the
  * descriptor that was checked (/proc/self/fd/3, so what was checked is what runs), in its own
  * process group and directory; and everything else happens in the shared handle set, on
  * whichever pool thread leads:
@@ -116,7 +116,7 @@ struct cgi_job {
     struct timer_entry timer;
     bool timer_set;
 
-    /* Until the script starts (on the spawner thread, after the hand-over). */
+    /* Until the script starts (on a spawner thread, after the hand-over). */
     struct cgi_env env;
     int script_fd, dir_fd;          /* dir_fd -1: the instance's directory */
     int body_fd;                    /* a chunked body collected in memory (memfd), or -1 */
@@ -976,13 +976,16 @@ static int find_script(struct cgi *cg, const char *rel, size_t len, struct scrip
 
  * posix_spawn returns only once the child has exec'ed (CLONE_VFORK). That is short, but on a
  * loaded machine it is milliseconds, and a burst of requests for scripts would keep every pool
- * thread busy starting them while other requests wait. So scripts are started by one thread
- * of their own, outside the pool: the hand-over queues the job, the spawner starts the script,
+ * thread busy starting them while other requests wait. So scripts are started by threads of
+ * their own (two), outside the pool: the hand-over queues the job, the spawner starts the script,
  * arms its handles, and pokes the client handle, whose event brings the exchange back to
  * whichever pool thread leads. The spawner touches a job only under its lock, and only
  * before any of its handles but the client's could fire. */
+#define SPAWNER_THREADS 2 /* two, so one slow exec does not hold up the next script */
+
 struct cgi_spawner {
-    pthread_t thread;
+    pthread_t thread[SPAWNER_THREADS];
+    unsigned nthreads;
     pthread_mutex_t lock;
     pthread_cond_t cv;
     struct cgi_job *head, *tail;
@@ -1064,15 +1067,21 @@ static int spawner_start(struct server *srv)
             sigset_t all, old;
             sigfillset(&all);
             pthread_sigmask(SIG_BLOCK, &all, &old);
-            rc = pthread_create(&sp->thread, NULL, spawner_main, sp);
+            for (unsigned i = 0; i < SPAWNER_THREADS && !rc; i++) {
+                rc = pthread_create(&sp->thread[i], NULL, spawner_main, sp);
+                if (!rc) {
+                    pthread_setname_np(sp->thread[i], "lfhttpd-spawn");
+                    sp->nthreads++;
+                }
+            }
             pthread_sigmask(SIG_SETMASK, &old, NULL);
-            if (rc) {
+            if (sp->nthreads) {
+                rc = 0; /* one is enough to work */
+                srv->cgi_spawner = sp;
+            } else {
                 pthread_mutex_destroy(&sp->lock);
                 pthread_cond_destroy(&sp->cv);
                 free(sp);
-            } else {
-                pthread_setname_np(sp->thread, "lfhttpd-spawn");
-                srv->cgi_spawner = sp;
             }
         }
     }
@@ -1233,7 +1242,7 @@ static int cgi_body(void *inst, struct http_exchange *ex, const char *data, size
 }
 
 /* The hand-over: the job owns the connection from here until it gives it back. The script is
- * started by the spawner thread; its poke brings the exchange back to a pool thread. */
+ * started by a spawner thread; its poke brings the exchange back to a pool thread. */
 static int cgi_writable(void *inst, struct http_exchange *ex)
 {
     (void)inst;
@@ -1312,7 +1321,7 @@ static void *cgi_create(struct server *srv, const struct loc_conf *lc, char *err
     }
     int rc = spawner_start(srv);
     if (rc) {
-        snprintf(err, errlen, "cannot start the spawner thread: %s", strerror(rc));
+        snprintf(err, errlen, "cannot start the spawner threads: %s", strerror(rc));
         goto fail;
     }
     return cg;
@@ -1342,9 +1351,10 @@ void cgi_shutdown(struct server *srv)
     if (sp) {
         pthread_mutex_lock(&sp->lock);
         sp->stop = true;
-        pthread_cond_signal(&sp->cv);
+        pthread_cond_broadcast(&sp->cv);
         pthread_mutex_unlock(&sp->lock);
-        pthread_join(sp->thread, NULL);
+        for (unsigned i = 0; i < sp->nthreads; i++)
+            pthread_join(sp->thread[i], NULL);
         pthread_mutex_destroy(&sp->lock);
         pthread_cond_destroy(&sp->cv);
         free(sp);

@@ -449,9 +449,9 @@ def test_100_concurrent_scripts_static_stays_fast(tmpdir):
     assert not bad, "%d scripts failed: %r" % (len(bad), bad[:3])
     # 100 scripts of 0.5 s each: a pool whose 2 threads waited for them would need 25 s and
     # would keep static requests waiting about 0.5 s each. Starting a script (posix_spawn
-    # until its exec) is the only part a thread does itself; on a loaded machine that can
-    # take tens of milliseconds, hence the allowance for the worst static request.
-    assert all_done < 4.0 * SCALE, "100 concurrent 0.5 s scripts took %.1fs" % all_done
+    # until its exec) is done by the spawner threads; on a loaded machine that can take tens
+    # of milliseconds per script, hence the allowance for the whole burst.
+    assert all_done < 10.0 * SCALE, "100 concurrent 0.5 s scripts took %.1fs" % all_done
     lat.sort()
     median, p90, worst = lat[len(lat) // 2], lat[len(lat) * 9 // 10], lat[-1]
     assert median < 0.05 * SCALE and p90 < 0.25 * SCALE and worst < 1.5 * SCALE, \
