@@ -261,6 +261,8 @@ static const char *ssl_reason(void)
 static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct config *cfg,
                              const struct tls_cert_conf *tc, struct passphrase *pass)
 {
+    /* SSL_CTX_set1_groups_list() casts its argument to char *: give it a mutable copy. */
+    char groups[] = TLS_GROUPS;
     const char *cert = tc->cert, *key = tc->key;
     if (access(cert, R_OK) < 0) {
         cert_error(cfg, tc, "certificate %s: %s", cert, strerror(errno));
@@ -289,7 +291,7 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct config *cfg,
         SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1 ||
         SSL_CTX_set_cipher_list(ctx, TLS12_CIPHERS) != 1 ||
         SSL_CTX_set_ciphersuites(ctx, TLS13_CIPHERSUITES) != 1 ||
-        SSL_CTX_set1_groups_list(ctx, TLS_GROUPS) != 1 ||
+        SSL_CTX_set1_groups_list(ctx, groups) != 1 ||
         SSL_CTX_set_session_id_context(ctx, (const unsigned char *)SESSION_ID_CONTEXT,
                                        sizeof(SESSION_ID_CONTEXT) - 1) != 1) {
         cert_error(cfg, tc, "TLS settings: %s", ssl_reason());
