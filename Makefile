@@ -141,8 +141,13 @@ $(BUILD)/ceiling: bench/ceiling.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) $(HARDEN) -pthread $< -o $@
 
+# bench/alloccount.c: an LD_PRELOAD allocation counter (the strategies phase)
+$(BUILD)/alloccount.so: bench/alloccount.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -fPIC -shared $< -o $@
+
 bench: bench-deps
-	@$(MAKE) --no-print-directory all $(BUILD)/ceiling
+	@$(MAKE) --no-print-directory all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py
 
 clean:
