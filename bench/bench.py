@@ -1251,7 +1251,7 @@ def write_report(info, results, notes):
          f"- machine: {info['cpu']}, {info['cores']} cores, {info['mem_gib']} GiB, "
          f"Linux {info['kernel']}; loopback",
          f"- load before: `{info['uptime_before']}`; after: `{info.get('uptime_after', '')}`",
-         f"- versions: " + "; ".join(v for v in info["versions"].values() if v),
+         "- versions: " + "; ".join(v for v in info["versions"].values() if v),
          f"- {THREADS} threads/workers per server; wrk -t{WRK_THREADS}; {ROUNDS} rounds × "
          f"{DURATION} s per scenario and server, interleaved; medians (min – max over rounds)",
          ""]
