@@ -1398,7 +1398,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     NOFILE = raise_nofile()
-    MAXCONN = max(1024, min(IDLE_CONNS + 2000, NOFILE - 1000))
+    MAXCONN = max(1024, min(max(IDLE_CONNS, SKEW_IDLE) + 2000, NOFILE - 1000))
     shutil.rmtree(RUN, ignore_errors=True)
     os.makedirs(RUN)
     ROOT = os.path.join(OUT, "root")
@@ -1406,7 +1406,7 @@ def main():
     notes, errors = [], []
     info = machine_info()
     log(f"bench: {info['cpu']}, {info['cores']} cores; load: {info['uptime_before']}")
-    if NOFILE < IDLE_CONNS + 1000:
+    if NOFILE < max(IDLE_CONNS, SKEW_IDLE) + 1000:
         notes.append(f"open-file limit {NOFILE}: idle-connection test limited by it")
 
     help_text = lfhttpd_help()
