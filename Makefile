@@ -126,8 +126,9 @@ fuzz-run: fuzz
 run: deps all
 	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen 127.0.0.1:8080
 
+# CONCURRENCY=half-sync-half-async|reuseport runs the suite under that strategy.
 test: deps all unit
-	@python3 tests/run.py --build $(BUILD)
+	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY))
 
 container-test: deps
 	@bash tests/container/run.sh

@@ -22,7 +22,8 @@ extern const size_t status_page_html_len;
 struct server_snapshot {
     int64_t uptime;
     bool draining;
-    unsigned threads;
+    const char *concurrency;          /* the strategy's name (thread_pool.h) */
+    unsigned threads;                 /* every pool thread, the HS/HA reactor included */
     unsigned role[3];                 /* enum worker_role: following, leading, processing */
     uint64_t events, waits, promotions, no_follower, requests, bytes_out, accepted;
     unsigned conns_open;

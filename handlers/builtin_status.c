@@ -34,8 +34,9 @@ void server_snapshot(struct server *srv, const struct runtime *rt, struct server
     memset(s, 0, sizeof(*s));
     s->uptime = (int64_t)(time(NULL) - srv->started);
     s->draining = atomic_load_explicit(&srv->draining, memory_order_relaxed);
-    s->threads = srv->pool.nthreads;
-    for (unsigned i = 0; i < srv->pool.nthreads; i++) {
+    s->concurrency = concurrency_names[srv->pool.mode];
+    s->threads = srv->pool.nworkers;
+    for (unsigned i = 0; i < srv->pool.nworkers; i++) {
         struct worker *w = &srv->pool.workers[i];
         int role = atomic_load_explicit(&w->role, memory_order_relaxed);
         if (role < 0 || role > 2)
@@ -237,9 +238,10 @@ static void status_json(struct out *o, const struct server_snapshot *s)
             "\"draining\":%s,",
          LFHTTPD_VERSION, (long long)s->uptime, (long long)time(NULL),
          s->draining ? "true" : "false");
-    outf(o, "\"pool\":{\"threads\":%u,\"leading\":%u,\"processing\":%u,\"following\":%u,"
-            "\"events\":%llu,\"waits\":%llu,\"promotions\":%llu,\"no_follower\":%llu},",
-         s->threads, s->role[1], s->role[2], s->role[0], (unsigned long long)s->events,
+    outf(o, "\"pool\":{\"concurrency\":\"%s\",\"threads\":%u,\"leading\":%u,\"processing\":%u,"
+            "\"following\":%u,\"events\":%llu,\"waits\":%llu,\"promotions\":%llu,"
+            "\"no_follower\":%llu},",
+         s->concurrency, s->threads, s->role[1], s->role[2], s->role[0], (unsigned long long)s->events,
          (unsigned long long)s->waits, (unsigned long long)s->promotions,
          (unsigned long long)s->no_follower);
     outf(o, "\"requests\":%llu,\"bytes_sent\":%llu,\"accepted\":%llu,",
@@ -339,13 +341,17 @@ static int metrics_handle(void *inst, struct http_exchange *ex)
     for (int i = 0; i < 6; i++)
         outf(&o, "lfhttpd_connections{state=\"%s\"} %u\n", snapshot_conn_states[i], s.conns[i]);
     metric(&o, "lfhttpd_pool_events_total", "counter", "Events processed by the pool.", s.events);
-    metric(&o, "lfhttpd_pool_waits_total", "counter", "epoll_wait calls made by leaders.",
-           s.waits);
+    metric(&o, "lfhttpd_pool_waits_total", "counter",
+           "epoll_wait calls made by leaders (half-sync-half-async: the reactor).", s.waits);
     metric(&o, "lfhttpd_pool_promotions_total", "counter",
-           "Leader hand-offs that woke a waiting follower.", s.promotions);
+           "Hand-offs that woke a waiting thread (a follower promoted; HS/HA: a worker).",
+           s.promotions);
     metric(&o, "lfhttpd_pool_no_follower_total", "counter",
-           "Leader hand-offs with no follower waiting to be promoted.", s.no_follower);
-    outf(&o, "# HELP lfhttpd_threads Pool threads by Leader/Followers role.\n"
+           "Hand-offs with no thread waiting to take them.", s.no_follower);
+    outf(&o, "# HELP lfhttpd_concurrency_info The concurrency strategy (label).\n"
+             "# TYPE lfhttpd_concurrency_info gauge\n"
+             "lfhttpd_concurrency_info{concurrency=\"%s\"} 1\n", s.concurrency);
+    outf(&o, "# HELP lfhttpd_threads Pool threads by role (leading: waiting in epoll_wait).\n"
              "# TYPE lfhttpd_threads gauge\n");
     for (int i = 1; i <= 3; i++)
         outf(&o, "lfhttpd_threads{role=\"%s\"} %u\n", snapshot_role_names[i % 3], s.role[i % 3]);

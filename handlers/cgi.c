@@ -108,6 +108,7 @@ struct cgi_job {
     unsigned refs;
     struct cgi *cg;                 /* the instance: only until the hand-over (see below) */
     struct server *srv;
+    struct handle_set *hs;          /* the connection's handle set: its pipes join it */
     struct cgi_job *prev, *next;    /* srv->cgi_jobs, under srv->cgi_lock */
     int poke_fd;                    /* an eventfd that is always readable (job_end) */
     unsigned timeout, timeout_send; /* cgi_timeout and timeout_send of the request's runtime */
@@ -159,7 +160,7 @@ static const struct event_handler_ops job_ops = { .handle_event = job_on_event }
 
 /* ---- job lifetime ------------------------------------------------------------------------ */
 
-static struct cgi_job *job_new(struct cgi *cg)
+static struct cgi_job *job_new(struct cgi *cg, struct handle_set *hs)
 {
     struct cgi_job *job = calloc(1, sizeof(*job));
     if (!job)
@@ -168,6 +169,7 @@ static struct cgi_job *job_new(struct cgi *cg)
     job->refs = 1; /* the exchange's */
     job->cg = cg;
     job->srv = cg->srv;
+    job->hs = hs;
     job->script_fd = job->dir_fd = job->body_fd = job->poke_fd = job->stdin_src = -1;
     for (int k = 0; k < H_COUNT; k++) {
         job->h[k].eh.fd = -1;
@@ -192,7 +194,7 @@ static void handle_close(struct cgi_job *job, int k)
     if (h->eh.fd < 0)
         return;
     if (h->registered)
-        hs_del(&job->srv->hs, &h->eh);
+        hs_del(job->hs, &h->eh);
     close(h->eh.fd);
     h->eh.fd = -1;
     h->registered = false;
@@ -251,8 +253,8 @@ static void job_unlock(struct cgi_job *job, struct worker *w, struct post *post)
 static int job_arm(struct cgi_job *job, int k, uint32_t events)
 {
     struct cgi_handle *h = &job->h[k];
-    int rc = h->registered ? hs_rearm(&job->srv->hs, &h->eh, events)
-                           : hs_add(&job->srv->hs, &h->eh, events);
+    int rc = h->registered ? hs_rearm(job->hs, &h->eh, events)
+                           : hs_add(job->hs, &h->eh, events);
     if (rc < 0) {
         log_error("cgi %s: epoll_ctl: %s", job->name, strerror(-rc));
         return rc;
@@ -771,7 +773,7 @@ static void job_on_event(struct event_handler *eh, uint32_t events, struct worke
         rearm = on_pid(job);
         break;
     }
-    if (rearm && h->eh.fd >= 0 && hs_rearm(&job->srv->hs, eh, rearm) == 0)
+    if (rearm && h->eh.fd >= 0 && hs_rearm(job->hs, eh, rearm) == 0)
         h->armed = true; /* keeps the reference */
     else
         job->refs--;
@@ -1128,7 +1130,7 @@ static int cgi_handle(void *inst, struct http_exchange *ex)
             close(sc.dir_fd);
         return send_busy(ex);
     }
-    struct cgi_job *job = job_new(cg);
+    struct cgi_job *job = job_new(cg, ex->conn->hs);
     if (!job) {
         atomic_fetch_sub_explicit(&srv->cgi_running, 1, memory_order_relaxed);
         close(sc.fd);

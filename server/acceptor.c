@@ -23,7 +23,8 @@ static _Atomic bool shortage_logged;
 static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
 static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_on_event };
 
-int acceptor_open(struct server *srv, struct listener *l)
+int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
+                  const struct sockaddr_storage *bind_to)
 {
     const struct listen_addr *la = &l->addr;
     int fd = socket(la->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -35,7 +36,13 @@ int acceptor_open(struct server *srv, struct listener *l)
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (la->ss.ss_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (bind(fd, (const struct sockaddr *)&la->ss, la->sslen) < 0 || listen(fd, 4096) < 0) {
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: SO_REUSEPORT: %s\n", la->text, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (bind(fd, (const struct sockaddr *)(bind_to ? bind_to : &la->ss), la->sslen) < 0 ||
+        listen(fd, 4096) < 0) {
         fprintf(stderr, "lfhttpd: listen %s: %s\n", la->text, strerror(errno));
         close(fd);
         return -1;
@@ -68,7 +75,7 @@ int acceptor_open(struct server *srv, struct listener *l)
 
 int acceptor_start(struct listener *l)
 {
-    return hs_add(&l->srv->hs, &l->eh, EPOLLIN);
+    return hs_add(l->hs, &l->eh, EPOLLIN);
 }
 
 void acceptor_resume(struct listener *l)
@@ -79,7 +86,7 @@ void acceptor_resume(struct listener *l)
         return;
     int expected = 1;
     if (atomic_compare_exchange_strong(&l->paused, &expected, 0))
-        hs_rearm(&srv->hs, &l->eh, EPOLLIN);
+        hs_rearm(l->hs, &l->eh, EPOLLIN);
 }
 
 static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
@@ -125,5 +132,5 @@ static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct 
         atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
         conn_create(srv, l, fd, &peer);
     }
-    hs_rearm(&srv->hs, &l->eh, EPOLLIN);
+    hs_rearm(l->hs, &l->eh, EPOLLIN);
 }

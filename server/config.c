@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "thread_pool.h"
 #include "version.h"
 
 static void config_defaults(struct config *cfg)
@@ -118,7 +119,7 @@ int config_parse_listen(const char *s, struct listen_addr *la)
 
 enum dir_kind {
     D_UINT, D_SIZE, D_DURATION, D_STRING, D_LISTEN, D_THREADS, D_LOGLEVEL, D_LOGFORMAT, D_CIDRS,
-    D_NAME, D_REALIP, D_TLS_LISTEN, D_CERT, D_ONOFF, D_LIST,
+    D_NAME, D_REALIP, D_TLS_LISTEN, D_CERT, D_ONOFF, D_LIST, D_CONCURRENCY,
 };
 
 struct directive {
@@ -134,6 +135,7 @@ static const struct directive directives[] = {
     { "mime_types", D_STRING, F(mime_file), 0, 0 },
     { "threads", D_THREADS, F(threads), 0, 1024 },
     { "leader_batch", D_UINT, F(batch), 1, 64 },
+    { "concurrency", D_CONCURRENCY, F(concurrency), 0, 0 },
     { "log_level", D_LOGLEVEL, F(log_level), 0, 0 },
     { "user", D_NAME, F(user), 0, 0 },
     { "group", D_NAME, F(group), 0, 0 },
@@ -438,6 +440,15 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
         fprintf(stderr, "%s: invalid real_ip_header '%s' (X-Forwarded-For or Forwarded)\n", where,
                 args[0]);
         return -1;
+    case D_CONCURRENCY:
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(args[0], concurrency_names[k])) {
+                cfg->concurrency = k;
+                return 0;
+            }
+        fprintf(stderr, "%s: invalid concurrency '%s' (leader-followers, half-sync-half-async or "
+                        "reuseport)\n", where, args[0]);
+        return -1;
     case D_LOGFORMAT:
         if (!strcmp(args[0], "combined") || !strcmp(args[0], "json")) {
             cfg->access_log_format = !strcmp(args[0], "json");
@@ -677,6 +688,8 @@ static void usage(FILE *out)
             "                          default 0.0.0.0:8080)\n"
             "  -r, --root DIR          document root (default ./www); also the ROOT argument\n"
             "  -t, --threads N         pool threads (default: one per CPU)\n"
+            "      --concurrency MODEL leader-followers (default), half-sync-half-async or\n"
+            "                          reuseport: how the threads share the work\n"
             "  -c, --config FILE       read the configuration file FILE\n"
             "  -u, --user USER[:GROUP] when started as root, run as USER (default nobody)\n"
             "      --tls-listen ADDR:PORT  HTTPS listener (repeatable; needs a certificate)\n"
@@ -752,7 +765,7 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         static const struct { char s; const char *l; } opts[] = {
             { 'l', "listen" }, { 'r', "root" }, { 't', "threads" }, { 'c', "config" },
             { 'u', "user" }, { 0, "tls-listen" }, { 0, "cert" }, { 0, "key" },
-            { 0, "test-endpoints" },
+            { 0, "test-endpoints" }, { 0, "concurrency" },
         };
         for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]) && !name; k++) {
             size_t ll = strlen(opts[k].l);

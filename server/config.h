@@ -42,6 +42,7 @@ struct config {
     char mime_file[PATH_MAX]; /* "" = built-in table only */
     unsigned threads;       /* 0 = one per CPU */
     int batch;              /* events taken per epoll_wait by the leader */
+    int concurrency;        /* enum concurrency (thread_pool.h) */
     int log_level;          /* enum log_level */
     char user[64];              /* run as this user when started as root ("" = nobody) */
     char group[64];             /* "" = the user's primary group */

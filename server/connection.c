@@ -60,6 +60,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     c->rt = server_runtime(srv);
     c->tp = &transport_plain;
     c->listener = l;
+    c->hs = l->hs;
     c->file_fd = -1;
     if (peer->ss_family == AF_INET6) {
         memcpy(&c->peer, peer, sizeof(c->peer));
@@ -95,7 +96,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
                                                      : c->rt->cfg.timeout_header),
                           memory_order_relaxed);
     atomic_store_explicit(&c->armed, ARMED_IDLE, memory_order_release);
-    int rc = hs_add(&srv->hs, &c->eh, EPOLLIN);
+    int rc = hs_add(c->hs, &c->eh, EPOLLIN);
     if (rc < 0) {
         log_error("epoll_ctl add: %s", strerror(-rc));
         atomic_store(&c->armed, ARMED_NO); /* the sweep must not touch it: never registered */
@@ -167,7 +168,7 @@ static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout
     atomic_store_explicit(&c->view, view, memory_order_relaxed);
     /* Publish `armed` before the handle is live: afterwards another thread may own it. */
     atomic_store_explicit(&c->armed, kind, memory_order_release);
-    int rc = hs_rearm(&c->srv->hs, &c->eh, events);
+    int rc = hs_rearm(c->hs, &c->eh, events);
     if (rc < 0) {
         /* Cannot happen for a registered fd; if it does, nobody else can see the handle. */
         log_error("epoll_ctl mod: %s", strerror(-rc));

@@ -21,6 +21,7 @@
 
 struct carry;
 struct ex_deferred;
+struct handle_set;
 struct http_exchange;
 struct iovec;
 struct listener;
@@ -57,6 +58,7 @@ enum {
 struct conn {
     struct event_handler eh;           /* first member */
     struct server *srv;
+    struct handle_set *hs;             /* where it is registered: its listener's set */
     struct runtime *rt;                /* configuration generation of the current request */
     const struct transport_ops *tp;
     const struct listener *listener;

@@ -80,7 +80,7 @@ void server_begin_drain(struct server *srv)
     log_notice("draining: stopped accepting, %u connection(s) open, deadline %u ms",
                atomic_load(&srv->nconns), timeout);
     for (unsigned i = 0; i < srv->nlisteners; i++) {
-        hs_del(&srv->hs, &srv->listeners[i].eh);
+        hs_del(srv->listeners[i].hs, &srv->listeners[i].eh);
         /* Refuse new connections now; the fd itself stays valid until exit, so an acceptor
          * still running on another thread cannot touch a reused descriptor. */
         shutdown(srv->listeners[i].eh.fd, SHUT_RDWR);
@@ -105,7 +105,7 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
-    hs_rearm(&srv->hs, eh, EPOLLIN);
+    hs_rearm(srv->hs, eh, EPOLLIN);
 }
 
 static void on_signal(struct event_handler *eh, uint32_t events, struct worker *w)
@@ -132,7 +132,7 @@ static void on_signal(struct event_handler *eh, uint32_t events, struct worker *
                 log_notice("SIGUSR1: log files reopened");
         }
     }
-    hs_rearm(&srv->hs, eh, EPOLLIN);
+    hs_rearm(srv->hs, eh, EPOLLIN);
 }
 
 static const struct event_handler_ops stop_ops = { .handle_event = on_stop_event };
@@ -149,10 +149,14 @@ static int add_handle(struct server *srv, struct server_handle *h, int fd,
     h->eh.fd = fd;
     h->eh.ops = ops;
     h->srv = srv;
-    int rc = hs_add(&srv->hs, &h->eh, EPOLLIN);
-    if (rc < 0) {
-        fprintf(stderr, "lfhttpd: %s: epoll: %s\n", what, strerror(-rc));
-        return -1;
+    /* The stop event wakes every thread waiting in epoll_wait: it is in every set. */
+    unsigned sets = ops == &stop_ops ? srv->nhs : 1;
+    for (unsigned i = 0; i < sets; i++) {
+        int rc = hs_add(&srv->hs[i], &h->eh, EPOLLIN);
+        if (rc < 0) {
+            fprintf(stderr, "lfhttpd: %s: epoll: %s\n", what, strerror(-rc));
+            return -1;
+        }
     }
     return 0;
 }
@@ -226,26 +230,42 @@ static bool same_listener(const struct listen_addr *a, const struct listen_addr 
            a->proxy_protocol == b->proxy_protocol && a->tls == b->tls;
 }
 
-/* Bind a listener in slot `i` (not yet published: the caller publishes the count). Returns 0,
- * or -1 with a message printed. */
+/* Bind the listening socket(s) for `la` from slot `i` on (not yet published: the caller
+ * publishes the count): one, or under reuseport one per handle set, all on the same port (the
+ * first one's, when the configured port is 0). Returns the number of slots used, or -1 with a
+ * message printed (nothing left open). */
 static int open_listener(struct server *srv, unsigned i, const struct listen_addr *la)
 {
-    if (i >= SERVER_MAX_LISTENERS) {
-        fprintf(stderr, "lfhttpd: too many listeners over the server's lifetime (%d)\n",
-                SERVER_MAX_LISTENERS);
+    bool reuseport = srv->pool.mode == CONC_REUSEPORT;
+    unsigned copies = reuseport ? srv->nhs : 1;
+    if (i + copies > SERVER_MAX_LISTENERS) {
+        fprintf(stderr, "lfhttpd: too many listeners over the server's lifetime (%d%s)\n",
+                SERVER_MAX_LISTENERS, reuseport ? "; reuseport opens one per thread" : "");
         return -1;
     }
-    struct listener *l = &srv->listeners[i];
-    memset(l, 0, sizeof(*l));
-    l->addr = *la;
-    l->eh.fd = -1;
-    return acceptor_open(srv, l);
+    struct sockaddr_storage bound;
+    for (unsigned k = 0; k < copies; k++) {
+        struct listener *l = &srv->listeners[i + k];
+        memset(l, 0, sizeof(*l));
+        l->addr = *la;
+        l->eh.fd = -1;
+        l->hs = &srv->hs[k];
+        l->copy = k;
+        if (acceptor_open(srv, l, reuseport, k ? &bound : NULL) < 0) {
+            for (unsigned j = 0; j < k; j++)
+                close(srv->listeners[i + j].eh.fd);
+            return -1;
+        }
+        socklen_t len = sizeof(bound);
+        if (k == 0)
+            getsockname(l->eh.fd, (struct sockaddr *)&bound, &len);
+    }
+    return (int)copies;
 }
 
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
 {
     memset(srv, 0, sizeof(*srv));
-    srv->hs.epfd = -1;
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
     srv->timers.eh.fd = -1;
     srv->argc = argc;
@@ -264,15 +284,34 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
         return 0; /* -t: the configuration is valid; bind nothing */
     const struct config *c = &rt->cfg;
 
-    int rc = hs_init(&srv->hs);
-    if (rc < 0) {
-        fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
+    /* The pool before the listeners: they follow its strategy (reuseport: one per thread). */
+    srv->nhs = c->concurrency == CONC_REUSEPORT ? c->threads : 1;
+    srv->hs = calloc(srv->nhs, sizeof(*srv->hs));
+    if (!srv->hs) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
         return -1;
     }
-    for (unsigned i = 0; i < c->nlisten; i++) {
-        if (open_listener(srv, i, &c->listen[i]) < 0)
+    for (unsigned i = 0; i < srv->nhs; i++)
+        srv->hs[i].epfd = -1;
+    for (unsigned i = 0; i < srv->nhs; i++) {
+        int rc = hs_init(&srv->hs[i]);
+        if (rc < 0) {
+            fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
             return -1;
-        atomic_store(&srv->nlisteners, i + 1);
+        }
+    }
+    int rc = tp_init(&srv->pool, srv, (enum concurrency)c->concurrency, srv->hs, srv->nhs,
+                     c->threads, c->batch);
+    if (rc < 0) {
+        fprintf(stderr, "lfhttpd: thread pool: %s\n", strerror(-rc));
+        return -1;
+    }
+    for (unsigned i = 0, n = 0; i < c->nlisten; i++) {
+        int used = open_listener(srv, n, &c->listen[i]);
+        if (used < 0)
+            return -1;
+        n += (unsigned)used;
+        atomic_store(&srv->nlisteners, n);
     }
 
     /* Signals are taken from a signalfd in the handle set; block them in every thread (the
@@ -297,7 +336,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
         return -1;
     if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
         return -1;
-    rc = timer_init(&srv->timers, &srv->hs);
+    rc = timer_init(&srv->timers, srv->hs);
     if (rc < 0) {
         fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
         return -1;
@@ -308,11 +347,6 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
     if (drop_privileges(c) < 0)
         return -1;
 
-    rc = tp_init(&srv->pool, srv, &srv->hs, c->threads, c->batch);
-    if (rc < 0) {
-        fprintf(stderr, "lfhttpd: thread pool: %s\n", strerror(-rc));
-        return -1;
-    }
     for (unsigned i = 0; i < srv->nlisteners; i++) {
         rc = acceptor_start(&srv->listeners[i]);
         if (rc < 0) {
@@ -335,10 +369,11 @@ void server_reload(struct server *srv)
     }
     struct runtime *cur = server_runtime(srv);
     if (cfg.threads != cur->cfg.threads || cfg.batch != cur->cfg.batch ||
+        cfg.concurrency != cur->cfg.concurrency ||
         strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
         strcmp(cfg.error_log, cur->cfg.error_log))
-        log_warn("SIGHUP: threads, leader_batch, user, group and error_log take effect only "
-                 "after a restart");
+        log_warn("SIGHUP: threads, leader_batch, concurrency, user, group and error_log take "
+                 "effect only after a restart");
     struct runtime *rt = runtime_build(srv, &cfg, srv->generation + 1);
     if (!rt) {
         runtime_unref(cur);
@@ -356,8 +391,9 @@ void server_reload(struct server *srv)
             have = !srv->listeners[j].closed && same_listener(&srv->listeners[j].addr, &rt->cfg.listen[i]);
         if (have)
             continue;
-        if (open_listener(srv, n, &rt->cfg.listen[i]) == 0) {
-            n++;
+        int used = open_listener(srv, n, &rt->cfg.listen[i]);
+        if (used > 0) {
+            n += (unsigned)used;
         } else {
             for (unsigned j = first_new; j < n; j++)
                 close(srv->listeners[j].eh.fd);
@@ -376,16 +412,17 @@ void server_reload(struct server *srv)
         if (!keep && !atomic_load(&l->closed)) {
             /* Refuse new connections; the fd stays open (an acceptor may be running on it). */
             atomic_store(&l->closed, true);
-            hs_del(&srv->hs, &l->eh);
+            hs_del(l->hs, &l->eh);
             shutdown(l->eh.fd, SHUT_RDWR);
-            log_notice("SIGHUP: stopped listening on %s", l->url);
+            if (l->copy == 0)
+                log_notice("SIGHUP: stopped listening on %s", l->url);
         }
     }
     atomic_store(&srv->nlisteners, n);
     for (unsigned j = first_new; j < n; j++) {
         if (acceptor_start(&srv->listeners[j]) < 0)
             log_error("SIGHUP: cannot watch %s", srv->listeners[j].url);
-        else
+        else if (srv->listeners[j].copy == 0)
             log_notice("listening on %s", srv->listeners[j].url);
     }
     srv->generation = rt->generation;
@@ -397,10 +434,11 @@ void server_reload(struct server *srv)
 void server_run(struct server *srv)
 {
     for (unsigned i = 0; i < srv->nlisteners; i++)
-        log_notice("listening on %s", srv->listeners[i].url);
+        if (srv->listeners[i].copy == 0)
+            log_notice("listening on %s", srv->listeners[i].url);
     struct runtime *rt = server_runtime(srv);
-    log_notice("lfhttpd serving %s with %u threads (leader/followers)",
-               rt->cfg.sites.sites[0].base.root, srv->pool.nthreads);
+    log_notice("lfhttpd serving %s with %u threads (%s)", rt->cfg.sites.sites[0].base.root,
+               srv->pool.nthreads, concurrency_names[srv->pool.mode]);
     runtime_unref(rt);
     tp_run(&srv->pool);
     log_notice("stopped");
@@ -427,7 +465,10 @@ void server_destroy(struct server *srv)
         close(srv->stop.eh.fd);
     if (srv->pool.workers)
         tp_destroy(&srv->pool);
-    hs_close(&srv->hs);
+    for (unsigned i = 0; srv->hs && i < srv->nhs; i++)
+        hs_close(&srv->hs[i]);
+    free(srv->hs);
+    srv->hs = NULL;
     runtime_unref(atomic_exchange(&srv->rt, NULL));
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);

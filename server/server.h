@@ -22,11 +22,15 @@ struct cgi_spawner;
 struct conn;
 struct runtime;
 
-#define SERVER_MAX_LISTENERS 64 /* slots, including listeners closed by reloads */
+/* Listener slots over the server's lifetime, including listeners closed by reloads; under
+ * `concurrency reuseport` every address takes one slot per thread. */
+#define SERVER_MAX_LISTENERS 256
 
 struct listener {
     struct event_handler eh;     /* first member: data.ptr of its epoll registration */
     struct server *srv;
+    struct handle_set *hs;       /* the set it is registered in (reuseport: its thread's) */
+    unsigned copy;               /* reuseport: which thread's socket for this address */
     struct listen_addr addr;     /* as configured */
     char url[96];                /* "http(s)://127.0.0.1:8080", with the bound port */
     _Atomic int paused;          /* 1: not re-armed (connection limit or EMFILE) */
@@ -48,7 +52,9 @@ struct server {
     _Atomic unsigned max_connections;
     _Atomic unsigned drain_timeout;
 
-    struct handle_set hs;
+    struct handle_set *hs;       /* hs[0]: the shared set (timers, signals, CGI of its
+                                    connections); reuseport: hs[i] is thread i's set */
+    unsigned nhs;
     struct thread_pool pool;
     struct listener listeners[SERVER_MAX_LISTENERS];
     _Atomic unsigned nlisteners; /* published slots; a slot never moves once published */

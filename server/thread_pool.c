@@ -1,129 +1,288 @@
-/* thread_pool.c — Leader/Followers thread pool; see thread_pool.h for the contract. */
+/* thread_pool.c — Leader/Followers thread pool, and the strategies it is compared with; see
+ * thread_pool.h for the contract. */
 #include "thread_pool.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_handler.h"
 #include "handle_set.h"
 #include "log.h"
 
 #define TP_MAX_BATCH 64
+#define QUEUE_CAP 1024   /* half-sync-half-async: events queued before the reactor waits */
 
-int tp_init(struct thread_pool *tp, struct server *srv, struct handle_set *hs, unsigned nthreads,
-            int batch)
+const char *const concurrency_names[3] = { "leader-followers", "half-sync-half-async",
+                                           "reuseport" };
+
+static void set_role(struct worker *w, enum worker_role r)
 {
-    memset(tp, 0, sizeof(*tp));
-    tp->hs = hs;
-    tp->srv = srv;
-    tp->nthreads = nthreads ? nthreads : 1;
-    tp->batch = batch < 1 ? 1 : batch > TP_MAX_BATCH ? TP_MAX_BATCH : batch;
-    tp->workers = calloc(tp->nthreads, sizeof(*tp->workers));
-    if (!tp->workers)
-        return -ENOMEM;
-    for (unsigned i = 0; i < tp->nthreads; i++) {
-        tp->workers[i].pool = tp;
-        tp->workers[i].srv = srv;
-        tp->workers[i].index = i;
-    }
-    pthread_mutex_init(&tp->lock, NULL);
-    pthread_cond_init(&tp->followers_cv, NULL);
-    return 0;
+    atomic_store_explicit(&w->role, r, memory_order_relaxed);
 }
 
-/* Wait until the leader role is vacant and take it. Returns false if the pool is stopping. */
+static void dispatch(struct worker *w, const struct epoll_event *evs, int n)
+{
+    set_role(w, ROLE_PROCESSING);
+    for (int i = 0; i < n; i++) {
+        struct event_handler *eh = evs[i].data.ptr;
+        eh->ops->handle_event(eh, evs[i].events, w);
+    }
+    atomic_fetch_add_explicit(&w->stats.events, (uint64_t)n, memory_order_relaxed);
+}
+
+/* ---- Leader/Followers (one group, or one group per thread for reuseport) ----------------- */
+
+/* Wait until the leader role of the thread's group is vacant and take it. Returns false if the
+ * pool is stopping. */
 static bool join_as_leader(struct thread_pool *tp, struct worker *w)
 {
-    pthread_mutex_lock(&tp->lock);
-    while (tp->leader_present && !tp->stopping) {
-        atomic_store_explicit(&w->role, ROLE_FOLLOWING, memory_order_relaxed);
-        tp->followers_waiting++;
-        pthread_cond_wait(&tp->followers_cv, &tp->lock);
-        tp->followers_waiting--;
+    struct lf_group *g = w->group;
+    pthread_mutex_lock(&g->lock);
+    while (g->leader_present && !atomic_load_explicit(&tp->stopping, memory_order_relaxed)) {
+        set_role(w, ROLE_FOLLOWING);
+        g->followers_waiting++;
+        pthread_cond_wait(&g->followers_cv, &g->lock);
+        g->followers_waiting--;
     }
-    bool ok = !tp->stopping;
+    bool ok = !atomic_load_explicit(&tp->stopping, memory_order_relaxed);
     if (ok)
-        tp->leader_present = true;
-    pthread_mutex_unlock(&tp->lock);
+        g->leader_present = true;
+    pthread_mutex_unlock(&g->lock);
     return ok;
 }
 
 /* Give up leadership and wake exactly one follower to take it (skipped when none waits). */
-static void promote_new_leader(struct thread_pool *tp, struct worker *w)
+static void promote_new_leader(struct worker *w)
 {
-    pthread_mutex_lock(&tp->lock);
-    tp->leader_present = false;
-    bool woke = tp->followers_waiting > 0;
+    struct lf_group *g = w->group;
+    pthread_mutex_lock(&g->lock);
+    g->leader_present = false;
+    bool woke = g->followers_waiting > 0;
     if (woke)
-        pthread_cond_signal(&tp->followers_cv);
-    pthread_mutex_unlock(&tp->lock);
+        pthread_cond_signal(&g->followers_cv);
+    pthread_mutex_unlock(&g->lock);
     atomic_fetch_add_explicit(woke ? &w->stats.promotions : &w->stats.no_follower, 1,
                               memory_order_relaxed);
 }
 
-static void *worker_loop(void *arg)
+static void *lf_loop(void *arg)
 {
     struct worker *w = arg;
     struct thread_pool *tp = w->pool;
     struct epoll_event evs[TP_MAX_BATCH];
 
     while (join_as_leader(tp, w)) {
-        atomic_store_explicit(&w->role, ROLE_LEADING, memory_order_relaxed);
-        int n = hs_wait(tp->hs, evs, tp->batch, -1);
+        set_role(w, ROLE_LEADING);
+        int n = hs_wait(w->group->hs, evs, tp->batch, -1);
         atomic_fetch_add_explicit(&w->stats.waits, 1, memory_order_relaxed);
-        promote_new_leader(tp, w);
+        promote_new_leader(w);
         if (n < 0) {
             log_error("epoll_wait: %s", strerror(-n));
             continue;
         }
-        atomic_store_explicit(&w->role, ROLE_PROCESSING, memory_order_relaxed);
-        for (int i = 0; i < n; i++) {
-            struct event_handler *eh = evs[i].data.ptr;
-            eh->ops->handle_event(eh, evs[i].events, w);
-        }
-        atomic_fetch_add_explicit(&w->stats.events, (uint64_t)n, memory_order_relaxed);
+        dispatch(w, evs, n);
     }
-    atomic_store_explicit(&w->role, ROLE_FOLLOWING, memory_order_relaxed);
+    set_role(w, ROLE_FOLLOWING);
     return NULL;
+}
+
+/* ---- Half-Sync/Half-Async: a reactor, a bounded queue, workers ---------------------------- */
+
+static void *reactor_loop(void *arg)
+{
+    struct worker *w = arg;
+    struct thread_pool *tp = w->pool;
+    struct event_queue *q = &tp->q;
+    struct epoll_event evs[TP_MAX_BATCH];
+
+    while (!atomic_load_explicit(&tp->stopping, memory_order_relaxed)) {
+        set_role(w, ROLE_LEADING);
+        int n = hs_wait(tp->hs, evs, TP_MAX_BATCH, -1);
+        atomic_fetch_add_explicit(&w->stats.waits, 1, memory_order_relaxed);
+        if (n < 0) {
+            log_error("epoll_wait: %s", strerror(-n));
+            continue;
+        }
+        pthread_mutex_lock(&q->lock);
+        for (int i = 0; i < n; i++) {
+            while (q->count == q->cap && !atomic_load_explicit(&tp->stopping, memory_order_relaxed))
+                pthread_cond_wait(&q->not_full, &q->lock);
+            if (atomic_load_explicit(&tp->stopping, memory_order_relaxed))
+                break;
+            q->ring[(q->head + q->count++) % q->cap] = evs[i];
+            bool woke = q->waiting > 0;
+            if (woke)
+                pthread_cond_signal(&q->not_empty);
+            atomic_fetch_add_explicit(woke ? &w->stats.promotions : &w->stats.no_follower, 1,
+                                      memory_order_relaxed);
+        }
+        pthread_mutex_unlock(&q->lock);
+    }
+    set_role(w, ROLE_FOLLOWING);
+    return NULL;
+}
+
+static void *queue_worker_loop(void *arg)
+{
+    struct worker *w = arg;
+    struct thread_pool *tp = w->pool;
+    struct event_queue *q = &tp->q;
+
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        set_role(w, ROLE_FOLLOWING);
+        while (q->count == 0 && !atomic_load_explicit(&tp->stopping, memory_order_relaxed)) {
+            q->waiting++;
+            pthread_cond_wait(&q->not_empty, &q->lock);
+            q->waiting--;
+        }
+        if (atomic_load_explicit(&tp->stopping, memory_order_relaxed))
+            break;
+        struct epoll_event ev = q->ring[q->head];
+        q->head = (q->head + 1) % q->cap;
+        if (q->count-- == q->cap)
+            pthread_cond_signal(&q->not_full);
+        pthread_mutex_unlock(&q->lock);
+        dispatch(w, &ev, 1);
+        pthread_mutex_lock(&q->lock);
+    }
+    pthread_mutex_unlock(&q->lock);
+    set_role(w, ROLE_FOLLOWING);
+    return NULL;
+}
+
+/* ---- the pool ------------------------------------------------------------------------------ */
+
+static void group_init(struct lf_group *g, struct handle_set *hs)
+{
+    g->hs = hs;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->followers_cv, NULL);
+}
+
+int tp_init(struct thread_pool *tp, struct server *srv, enum concurrency mode,
+            struct handle_set *hs, unsigned nhs, unsigned nthreads, int batch)
+{
+    memset(tp, 0, sizeof(*tp));
+    tp->srv = srv;
+    tp->hs = hs;
+    tp->mode = mode;
+    tp->nthreads = nthreads ? nthreads : 1;
+    tp->nworkers = tp->nthreads + (mode == CONC_HALF_SYNC_HALF_ASYNC);
+    tp->batch = batch < 1 ? 1 : batch > TP_MAX_BATCH ? TP_MAX_BATCH : batch;
+    if (mode == CONC_REUSEPORT && nhs != tp->nthreads)
+        return -EINVAL;
+    tp->workers = calloc(tp->nworkers, sizeof(*tp->workers));
+    if (!tp->workers)
+        return -ENOMEM;
+    if (mode == CONC_HALF_SYNC_HALF_ASYNC) {
+        tp->q.cap = QUEUE_CAP;
+        tp->q.ring = calloc(QUEUE_CAP, sizeof(*tp->q.ring));
+        if (!tp->q.ring) {
+            free(tp->workers);
+            return -ENOMEM;
+        }
+        pthread_mutex_init(&tp->q.lock, NULL);
+        pthread_cond_init(&tp->q.not_empty, NULL);
+        pthread_cond_init(&tp->q.not_full, NULL);
+    } else {
+        tp->ngroups = mode == CONC_REUSEPORT ? tp->nthreads : 1;
+        tp->groups = calloc(tp->ngroups, sizeof(*tp->groups));
+        if (!tp->groups) {
+            free(tp->workers);
+            return -ENOMEM;
+        }
+        for (unsigned i = 0; i < tp->ngroups; i++)
+            group_init(&tp->groups[i], &hs[i]);
+    }
+    for (unsigned i = 0; i < tp->nworkers; i++) {
+        struct worker *w = &tp->workers[i];
+        w->pool = tp;
+        w->srv = srv;
+        w->index = i;
+        w->group = tp->groups ? &tp->groups[i % tp->ngroups] : NULL;
+    }
+    return 0;
+}
+
+static void *(*loop_of(const struct thread_pool *tp, unsigned i))(void *)
+{
+    if (tp->mode != CONC_HALF_SYNC_HALF_ASYNC)
+        return lf_loop;
+    return i == tp->nthreads ? reactor_loop : queue_worker_loop;
 }
 
 void tp_run(struct thread_pool *tp)
 {
     unsigned started = 1;
-    for (unsigned i = 1; i < tp->nthreads; i++) {
-        int rc = pthread_create(&tp->workers[i].thread, NULL, worker_loop, &tp->workers[i]);
+    bool failed = false;
+    for (unsigned i = 1; i < tp->nworkers; i++) {
+        int rc = pthread_create(&tp->workers[i].thread, NULL, loop_of(tp, i), &tp->workers[i]);
         if (rc != 0) {
-            log_error("pthread_create: %s; running with %u threads", strerror(rc), started);
+            log_error("pthread_create: %s", strerror(rc));
+            failed = true;
             break;
         }
+        char name[16];
+        snprintf(name, sizeof(name), i == tp->nthreads ? "lfhttpd-reactor" : "lfhttpd-%u", i);
+        pthread_setname_np(tp->workers[i].thread, name);
         started++;
     }
+    if (failed && tp->mode != CONC_LEADER_FOLLOWERS) {
+        /* Every thread has its own part to play (its handle set, or the reactor): a pool with a
+         * hole in it would leave handles nobody waits for. */
+        log_error("cannot run %s with %u of its %u threads", concurrency_names[tp->mode],
+                  started, tp->nworkers);
+        tp_stop(tp);
+    } else if (failed) {
+        log_error("running with %u threads", started);
+    }
     tp->workers[0].thread = pthread_self();
-    worker_loop(&tp->workers[0]);
+    if (!failed || tp->mode == CONC_LEADER_FOLLOWERS)
+        loop_of(tp, 0)(&tp->workers[0]);
     for (unsigned i = 1; i < started; i++)
         pthread_join(tp->workers[i].thread, NULL);
 }
 
 void tp_stop(struct thread_pool *tp)
 {
-    pthread_mutex_lock(&tp->lock);
-    tp->stopping = true;
-    pthread_cond_broadcast(&tp->followers_cv);
-    pthread_mutex_unlock(&tp->lock);
+    atomic_store_explicit(&tp->stopping, true, memory_order_relaxed);
+    /* Take each lock before waking, so that no thread between its check of `stopping` and its
+     * wait misses the broadcast. */
+    for (unsigned i = 0; i < tp->ngroups; i++) {
+        pthread_mutex_lock(&tp->groups[i].lock);
+        pthread_cond_broadcast(&tp->groups[i].followers_cv);
+        pthread_mutex_unlock(&tp->groups[i].lock);
+    }
+    if (tp->q.ring) {
+        pthread_mutex_lock(&tp->q.lock);
+        pthread_cond_broadcast(&tp->q.not_empty);
+        pthread_cond_broadcast(&tp->q.not_full);
+        pthread_mutex_unlock(&tp->q.lock);
+    }
 }
 
 bool tp_stopping(struct thread_pool *tp)
 {
-    pthread_mutex_lock(&tp->lock);
-    bool s = tp->stopping;
-    pthread_mutex_unlock(&tp->lock);
-    return s;
+    return atomic_load_explicit(&tp->stopping, memory_order_relaxed);
 }
 
 void tp_destroy(struct thread_pool *tp)
 {
-    pthread_mutex_destroy(&tp->lock);
-    pthread_cond_destroy(&tp->followers_cv);
+    for (unsigned i = 0; i < tp->ngroups; i++) {
+        pthread_mutex_destroy(&tp->groups[i].lock);
+        pthread_cond_destroy(&tp->groups[i].followers_cv);
+    }
+    if (tp->q.ring) {
+        pthread_mutex_destroy(&tp->q.lock);
+        pthread_cond_destroy(&tp->q.not_empty);
+        pthread_cond_destroy(&tp->q.not_full);
+        free(tp->q.ring);
+    }
+    free(tp->groups);
     free(tp->workers);
+    tp->groups = NULL;
     tp->workers = NULL;
 }

@@ -399,6 +399,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=None,
                     help="per-test timeout in seconds (default 60, x3 for sanitizer builds)")
     ap.add_argument("--no-unit", action="store_true", help="skip unit-test binaries")
+    ap.add_argument("--concurrency", default=os.environ.get("LFHTTPD_TEST_CONCURRENCY", ""),
+                    help="start every test server with --concurrency MODEL (default: the "
+                         "server's default, leader-followers)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--result-fd", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--skip", type=int, default=0, help=argparse.SUPPRESS)
@@ -410,6 +413,7 @@ def main():
         args.timeout = 60.0 * scale
     os.environ["LFHTTPD_BUILD"] = build
     os.environ["LFHTTPD_SCALE"] = str(scale)
+    os.environ["LFHTTPD_TEST_CONCURRENCY"] = args.concurrency
     if args.worker:
         return worker_main(args)
 
@@ -418,6 +422,9 @@ def main():
     env = sanitizer_env(os.environ)
     counter = Counter()
     t0 = time.monotonic()
+    if args.concurrency:
+        out("concurrency: %s (every test server is started with --concurrency %s)" %
+            (args.concurrency, args.concurrency))
     try:
         if not os.path.exists(os.path.join(build, "lfhttpd")):
             out("FAIL setup: %s not found (run make)" % os.path.join(build, "lfhttpd"))

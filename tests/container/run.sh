@@ -187,6 +187,10 @@ if run_container "$C"; then
     check "GET / is 200 with the default site (status $code)" \
         bash -c '[ "$1" = 200 ] && grep -q lfhttpd "$2"' _ "$code" "$TMP/index"
     check "GET / is byte-identical to www/index.html" cmp -s "$TMP/index" www/index.html
+    code=$(curl -s -o "$TMP/hello" -w '%{http_code}' "http://127.0.0.1:$PORT/cgi-bin/hello")
+    check "GET /cgi-bin/hello runs the script, as with make run (status $code)" \
+        bash -c '[ "$1" = 200 ] && grep -q "^Hello from CGI! This is /cgi-bin/hello, run by lfhttpd" "$2"' \
+        _ "$code" "$TMP/hello"
 
     # podman cannot schedule health checks without systemd; run it by hand
     podman healthcheck run "$C" >"$TMP/hc.out" 2>&1

@@ -108,9 +108,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     pthread_mutex_init(&srv.conns_lock, NULL);
     pthread_mutex_init(&srv.rt_lock, NULL);
     atomic_store(&srv.max_connections, 1000);
-    if (hs_init(&srv.hs) < 0)
+    static struct handle_set hs;
+    if (hs_init(&hs) < 0)
         abort();
+    srv.hs = &hs;
+    srv.nhs = 1;
     listener.srv = &srv;
+    listener.hs = &hs;
     worker.srv = &srv;
     return 0;
 }
@@ -120,7 +124,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static int pump(void)
 {
     struct epoll_event evs[8];
-    int n = hs_wait(&srv.hs, evs, 8, 0);
+    int n = hs_wait(srv.hs, evs, 8, 0);
     FZ_CHECK(n >= 0);
     for (int i = 0; i < n; i++) {
         struct event_handler *eh = evs[i].data.ptr;

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import SCALE, Conn, Server, T, get, raw_bytes, req  # noqa: E402
+from lib.server import SCALE, Conn, Server, T, concurrency, get, raw_bytes, req  # noqa: E402
 from lib.procs import start_with_conf, status_json  # noqa: E402
 
 THREADS = 3
@@ -38,7 +38,7 @@ def metrics_of(text):
             continue
         if line.startswith("# HELP ") or not line:
             continue
-        m = re.match(r'^([a-z_][a-z0-9_]*)(\{[a-z_]+="[a-z_]+"\})? ([0-9]+)$', line)
+        m = re.match(r'^([a-z_][a-z0-9_]*)(\{[a-z_]+="[a-z_-]+"\})? ([0-9]+)$', line)
         assert m, "not a sample line: %r" % line
         assert m.group(1) in typed, "sample before its TYPE: %r" % line
         samples[(m.group(1), m.group(2) or "")] = int(m.group(3))
@@ -70,10 +70,11 @@ def test_status_json_consistent_with_load(tmpdir):
     before = status_json(srv)
     assert before["server"] == "lfhttpd" and before["draining"] is False
     pool = before["pool"]
-    assert pool["threads"] == THREADS
-    assert pool["leading"] + pool["processing"] + pool["following"] == THREADS
+    threads = THREADS + (concurrency() == "half-sync-half-async")   # + the reactor
+    assert pool["threads"] == threads
+    assert pool["leading"] + pool["processing"] + pool["following"] == threads
     assert pool["processing"] >= 1          # the thread answering this request
-    assert len(before["workers"]) == THREADS
+    assert len(before["workers"]) == threads
     n, body_bytes = 100, 0
     with Conn(srv) as c:
         for i in range(n):
@@ -92,7 +93,10 @@ def test_status_json_consistent_with_load(tmpdir):
     assert after["bytes_sent"] - before["bytes_sent"] >= body_bytes
     assert after["accepted"] - before["accepted"] >= 6
     assert after["pool"]["events"] > before["pool"]["events"]
-    assert after["pool"]["waits"] >= after["pool"]["promotions"]
+    assert after["pool"]["concurrency"] == concurrency()
+    if concurrency() != "half-sync-half-async":
+        # a leader promotes at most one follower per wait (the reactor hands off every event)
+        assert after["pool"]["waits"] >= after["pool"]["promotions"]
     assert after["pool"]["promotions"] + after["pool"]["no_follower"] >= \
         before["pool"]["promotions"] + before["pool"]["no_follower"] + n
     conns = after["connections"]
@@ -114,7 +118,9 @@ def test_metrics(tmpdir):
     assert m1[("lfhttpd_requests_total", "")] - m0[("lfhttpd_requests_total", "")] >= 100
     assert m1[("lfhttpd_bytes_sent_total", "")] - m0[("lfhttpd_bytes_sent_total", "")] >= 100000
     roles = [m1[("lfhttpd_threads", '{role="%s"}' % r)] for r in ("leading", "processing", "following")]
-    assert sum(roles) == THREADS and roles[1] >= 1
+    reactor = concurrency() == "half-sync-half-async"   # the reactor is a thread of the pool
+    assert sum(roles) == THREADS + reactor and roles[1] >= 1
+    assert m1[("lfhttpd_concurrency_info", '{concurrency="%s"}' % concurrency())] == 1
     for state in ("reading", "writing", "idle", "handler", "closing", "active"):
         assert ("lfhttpd_connections", '{state="%s"}' % state) in m1
     for name in ("lfhttpd_pool_promotions_total", "lfhttpd_pool_no_follower_total",
@@ -220,7 +226,9 @@ def test_status_page_in_headless_chromium(tmpdir):
     m = re.search(r'data-updates="(\d+)"', dom)
     assert m and int(m.group(1)) >= 2, "the page did not refresh itself: %r" % (m and m.group(0))
     assert re.search(r'<span id="state"[^>]*>live</span>', dom), dom[:500]
-    assert re.search(r'id="p-threads">%d<' % THREADS, dom)
+    assert re.search(r'id="p-threads">%d<' % (THREADS + (concurrency() == "half-sync-half-async")),
+                     dom)
+    assert re.search(r'id="p-concurrency">%s<' % concurrency(), dom)
     assert re.search(r'<polyline id="line-rps"[^>]* points="0\.0,', dom), "no chart drawn"
     assert 'id="k-req">-<' not in dom
     # keep the screenshot next to the test output when asked to

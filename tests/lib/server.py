@@ -97,6 +97,14 @@ def take_created():
     return out
 
 
+# The concurrency strategy every server is started with ("" = the default, leader-followers).
+CONCURRENCY = os.environ.get("LFHTTPD_TEST_CONCURRENCY", "")
+
+
+def concurrency():
+    return CONCURRENCY or "leader-followers"
+
+
 class ServerError(Exception):
     pass
 
@@ -120,6 +128,8 @@ class Server:
             self.cmd += ["--threads", str(threads)]
         if root is not None:
             self.cmd += ["--root", str(root)]
+        if CONCURRENCY:   # the suite under another strategy (run.py --concurrency)
+            self.cmd += ["--concurrency", CONCURRENCY]
         self.cmd += [str(a) for a in args]
         self.root = root
         self.cwd = cwd
