@@ -929,6 +929,36 @@ def proc_sample(srv):
             "t": time.monotonic(), "busy": system_busy_ticks()}
 
 
+def worker_requests(srv):
+    """Requests served by each of lfhttpd's pool threads so far (/server-status?json), or None.
+    Shows how evenly a strategy spreads the work (the HS/HA reactor serves none itself)."""
+    try:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5.0)
+        try:
+            s.sendall(b"GET /server-status?json HTTP/1.1\r\nHost: localhost\r\n"
+                      b"Connection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        body = data.partition(b"\r\n\r\n")[2]
+        return [int(w.get("requests", 0)) for w in json.loads(body)["workers"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def busiest_share(w0, w1):
+    """The busiest thread's share of the requests served between two worker_requests()."""
+    if not w0 or not w1 or len(w0) != len(w1):
+        return None
+    d = [b - a for a, b in zip(w0, w1)]
+    return max(d) / sum(d) if sum(d) > 0 else None
+
+
 def strategy_servers(strategies, notes, alloc_lib):
     """{strategy: Server (not started)} for the strategies this build accepts."""
     out = {}
@@ -965,6 +995,7 @@ def strategy_run(srv, load, duration):
         if load == "skewed":
             idle, answered = open_idle(srv.port, SKEW_IDLE)
             time.sleep(0.2)
+        w0 = worker_requests(srv)
         s0 = proc_sample(srv)
         if load == "mixed":
             side = threading.Thread(target=lambda: side_r.update(
@@ -977,6 +1008,7 @@ def strategy_run(srv, load, duration):
         if side:
             side.join()
         s1 = proc_sample(srv)
+        w1 = worker_requests(srv)
         alive = sum(1 for s in idle if s.fileno() >= 0 and not _closed_by_peer(s))
     finally:
         for s in idle:
@@ -994,6 +1026,7 @@ def strategy_run(srv, load, duration):
                              if s0["allocs"] and s1["allocs"] else None),
            "foreign_cores": max(0.0, ((s1["busy"] - s0["busy"]) / CLK_TCK - server_cpu - child_cpu
                                       - client_cpu) / max(s1["t"] - s0["t"], 1e-3)),
+           "busiest_thread": busiest_share(w0, w1),
            "busy_before": pre_busy, "loadavg": loadavg()}
     if side_r:
         out.update({"slow_rps": side_r["rps"], "slow_requests": side_r["requests"],
@@ -1066,6 +1099,7 @@ def strategies_phase(notes):
                     log(f"  [strategies round {rnd + 1}/{STRATEGY_ROUNDS}] {ld:6} {s:21} "
                         f"{r['rps']:9,.0f} req/s{extra}  p99 {fmt_ms(r['p99_ms'])}  "
                         f"ctx {r['ctx_per_req']:.2f}  allocs {allocs}  "
+                        f"busiest {fmt_pct(r['busiest_thread'])}  "
                         f"cpu {r['cpu_us_per_req']:.1f} us/req  other load {r['foreign_cores']:.2f}"
                         f"{flag}")
     finally:
@@ -1077,7 +1111,7 @@ def strategies_phase(notes):
         for s, runs in per.items():
             x = summarize(runs, "rps")
             for k in ("alloc_per_req", "script_cpu_us_per_req", "slow_rps", "slow_p50_ms",
-                      "slow_p99_ms"):
+                      "slow_p99_ms", "busiest_thread"):
                 vals = [r[k] for r in runs if r.get(k) is not None]
                 x[k] = statistics.median(vals) if vals else None
             summ[ld][s] = x
@@ -1093,8 +1127,8 @@ def table_strategies(summ):
         cgi = ld in ("long", "mixed")
         L += [f"### {STRATEGY_LOAD_TITLES[ld][0].upper()}{STRATEGY_LOAD_TITLES[ld][1:]}", ""]
         head = ("| strategy | req/s median | min – max | p50 | p99 | ctx sw/req | allocations/req "
-                "| server CPU µs/req |")
-        sep = "|---|---:|---:|---:|---:|---:|---:|---:|"
+                "| server CPU µs/req | busiest thread |")
+        sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         if cgi:
             head += " script CPU µs/req |"
             sep += "---:|"
@@ -1105,7 +1139,8 @@ def table_strategies(summ):
         for s, x in per.items():
             row = (f"| {s} | {fmt_n(x['median'])} | {fmt_n(x['min'])} – {fmt_n(x['max'])} "
                    f"| {fmt_ms(x['p50_ms'])} | {fmt_ms(x['p99_ms'])} | {fmt_n(x['ctx_per_req'], 2)} "
-                   f"| {fmt_n(x['alloc_per_req'], 3)} | {fmt_n(x['cpu_us_per_req'], 1)} |")
+                   f"| {fmt_n(x['alloc_per_req'], 3)} | {fmt_n(x['cpu_us_per_req'], 1)} "
+                   f"| {fmt_pct(x['busiest_thread'])} |")
             if cgi:
                 row += f" {fmt_n(x['script_cpu_us_per_req'], 0)} |"
             if ld == "mixed":
@@ -1141,6 +1176,10 @@ def fmt_n(v, digits=0):
     if v is None:
         return "–"
     return f"{v:,.{digits}f}"
+
+
+def fmt_pct(v):
+    return "–" if v is None else f"{100 * v:.0f}%"
 
 
 def fmt_ms(v):
@@ -1241,7 +1280,9 @@ def strategies_section(info, summ):
             "threads (/proc/PID/task/*/status); allocations: calls of malloc, calloc, realloc and "
             "the memalign family (bench/alloccount.c preloaded); CPU: utime + stime of the server "
             "process; script CPU: its reaped CGI children. All per request answered (in the mixed "
-            "load: file and CGI requests together; req/s, p50 and p99 are the file's).", ""] \
+            "load: file and CGI requests together; req/s, p50 and p99 are the file's). Busiest "
+            f"thread: the largest share of the requests one pool thread served (/server-status; "
+            f"{100 / max(THREADS, 1):.0f}% is an even spread; the HS/HA reactor serves none).", ""] \
         + table_strategies(summ)
 
 
