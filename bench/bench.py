@@ -83,6 +83,8 @@ STRATEGY_ROUNDS = env_int("BENCH_STRATEGY_ROUNDS", ROUNDS)
 STRATEGY_DURATION = env_int("BENCH_STRATEGY_DURATION", DURATION)
 SKEW_IDLE = env_int("BENCH_SKEW_IDLE", 200 if QUICK else 2000)
 CGI_MS = env_int("BENCH_CGI_MS", 20)
+# configuration lines added to every strategy's instance, `|`-separated: "leader_batch 1"
+STRATEGY_CONF = [x.strip() for x in os.environ.get("BENCH_STRATEGY_CONF", "").split("|") if x.strip()]
 
 
 T_START = time.monotonic()
@@ -964,7 +966,7 @@ def strategy_servers(strategies, notes, alloc_lib):
     out = {}
     accepted = {s: lfhttpd_accepts(f"concurrency {s}") for s in strategies}
     for s in strategies:
-        extra = list(CGI_CONF)
+        extra = list(CGI_CONF) + STRATEGY_CONF
         if accepted[s]:
             extra.append(f"concurrency {s}")
         elif s == "leader-followers" and not any(accepted.values()):
@@ -1272,18 +1274,19 @@ def key_figures(results):
 
 
 def strategies_section(info, summ):
+    added = f" Configuration added to each: `{' | '.join(STRATEGY_CONF)}`." if STRATEGY_CONF else ""
     return [f"## Concurrency strategies (lfhttpd alone, {THREADS} threads each)", "",
             f"{info['date']}, commit {info['commit']}; {STRATEGY_ROUNDS} rounds × "
             f"{STRATEGY_DURATION} s per load and strategy, interleaved (the order of the "
             "strategies rotates each round); medians (min – max over rounds). wrk -t"
-            f"{WRK_THREADS}. Context switches: voluntary + involuntary, summed over the server's "
-            "threads (/proc/PID/task/*/status); allocations: calls of malloc, calloc, realloc and "
-            "the memalign family (bench/alloccount.c preloaded); CPU: utime + stime of the server "
-            "process; script CPU: its reaped CGI children. All per request answered (in the mixed "
-            "load: file and CGI requests together; req/s, p50 and p99 are the file's). Busiest "
-            f"thread: the largest share of the requests one pool thread served (/server-status; "
-            f"{100 / max(THREADS, 1):.0f}% is an even spread; the HS/HA reactor serves none).", ""] \
-        + table_strategies(summ)
+            f"{WRK_THREADS}.{added} Context switches: voluntary + involuntary, summed over the "
+            "server's threads (/proc/PID/task/*/status); allocations: calls of malloc, calloc, "
+            "realloc and the memalign family (bench/alloccount.c preloaded); CPU: utime + stime of "
+            "the server process; script CPU: its reaped CGI children. All per request answered (in "
+            "the mixed load: file and CGI requests together; req/s, p50 and p99 are the file's). "
+            "Busiest thread: the largest share of the requests one pool thread served "
+            f"(/server-status; {100 / max(THREADS, 1):.0f}% is an even spread; the HS/HA reactor "
+            "serves none).", ""] + table_strategies(summ)
 
 
 def write_report(info, results, notes):
