@@ -928,6 +928,7 @@ def proc_sample(srv):
     fields = st[st.rindex(")") + 2:].split()
     return {"cpu": int(fields[11]) + int(fields[12]), "child_cpu": int(fields[13]) + int(fields[14]),
             "ctx": ctx_switches([srv.pid]), "allocs": alloc_counts(srv.alloc_file),
+            "vctx": status_sum([srv.pid], ("voluntary_ctxt_switches",), True),
             "t": time.monotonic(), "busy": system_busy_ticks()}
 
 
@@ -1024,6 +1025,7 @@ def strategy_run(srv, load, duration):
            "cpu_us_per_req": server_cpu / nn * 1e6,
            "script_cpu_us_per_req": child_cpu / nn * 1e6,
            "ctx_per_req": (s1["ctx"] - s0["ctx"]) / nn,
+           "vctx_per_req": (s1["vctx"] - s0["vctx"]) / nn,
            "alloc_per_req": ((s1["allocs"][0] - s0["allocs"][0]) / nn
                              if s0["allocs"] and s1["allocs"] else None),
            "foreign_cores": max(0.0, ((s1["busy"] - s0["busy"]) / CLK_TCK - server_cpu - child_cpu
@@ -1100,7 +1102,7 @@ def strategies_phase(notes):
                     allocs = f"{r['alloc_per_req']:.3f}" if r["alloc_per_req"] is not None else "–"
                     log(f"  [strategies round {rnd + 1}/{STRATEGY_ROUNDS}] {ld:6} {s:21} "
                         f"{r['rps']:9,.0f} req/s{extra}  p99 {fmt_ms(r['p99_ms'])}  "
-                        f"ctx {r['ctx_per_req']:.2f}  allocs {allocs}  "
+                        f"ctx {r['ctx_per_req']:.2f} ({r['vctx_per_req']:.2f} vol)  allocs {allocs}  "
                         f"busiest {fmt_pct(r['busiest_thread'])}  "
                         f"cpu {r['cpu_us_per_req']:.1f} us/req  other load {r['foreign_cores']:.2f}"
                         f"{flag}")
@@ -1113,7 +1115,7 @@ def strategies_phase(notes):
         for s, runs in per.items():
             x = summarize(runs, "rps")
             for k in ("alloc_per_req", "script_cpu_us_per_req", "slow_rps", "slow_p50_ms",
-                      "slow_p99_ms", "busiest_thread"):
+                      "slow_p99_ms", "busiest_thread", "vctx_per_req"):
                 vals = [r[k] for r in runs if r.get(k) is not None]
                 x[k] = statistics.median(vals) if vals else None
             summ[ld][s] = x
@@ -1128,7 +1130,8 @@ def table_strategies(summ):
             continue
         cgi = ld in ("long", "mixed")
         L += [f"### {STRATEGY_LOAD_TITLES[ld][0].upper()}{STRATEGY_LOAD_TITLES[ld][1:]}", ""]
-        head = ("| strategy | req/s median | min – max | p50 | p99 | ctx sw/req | allocations/req "
+        head = ("| strategy | req/s median | min – max | p50 | p99 | ctx sw/req (voluntary) "
+                "| allocations/req "
                 "| server CPU µs/req | busiest thread |")
         sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         if cgi:
@@ -1141,6 +1144,7 @@ def table_strategies(summ):
         for s, x in per.items():
             row = (f"| {s} | {fmt_n(x['median'])} | {fmt_n(x['min'])} – {fmt_n(x['max'])} "
                    f"| {fmt_ms(x['p50_ms'])} | {fmt_ms(x['p99_ms'])} | {fmt_n(x['ctx_per_req'], 2)} "
+                   f"({fmt_n(x['vctx_per_req'], 2)}) "
                    f"| {fmt_n(x['alloc_per_req'], 3)} | {fmt_n(x['cpu_us_per_req'], 1)} "
                    f"| {fmt_pct(x['busiest_thread'])} |")
             if cgi:
@@ -1280,7 +1284,9 @@ def strategies_section(info, summ):
             f"{STRATEGY_DURATION} s per load and strategy, interleaved (the order of the "
             "strategies rotates each round); medians (min – max over rounds). wrk -t"
             f"{WRK_THREADS}.{added} Context switches: voluntary + involuntary, summed over the "
-            "server's threads (/proc/PID/task/*/status); allocations: calls of malloc, calloc, "
+            "server's threads (/proc/PID/task/*/status), the voluntary ones (a thread that "
+            "waited: for a lock, a condition, epoll) in brackets — the rest are preemptions, which "
+            "other load on the machine drives up; allocations: calls of malloc, calloc, "
             "realloc and the memalign family (bench/alloccount.c preloaded); CPU: utime + stime of "
             "the server process; script CPU: its reaped CGI children. All per request answered (in "
             "the mixed load: file and CGI requests together; req/s, p50 and p99 are the file's). "
