@@ -1119,6 +1119,13 @@ def strategies_phase(notes):
                 vals = [r[k] for r in runs if r.get(k) is not None]
                 x[k] = statistics.median(vals) if vals else None
             summ[ld][s] = x
+        # paired per round: the machine's speed drifts between rounds (other jobs, the host),
+        # the order within a round is what the interleaving makes comparable
+        base = per.get("leader-followers")
+        for s, runs in per.items():
+            ratios = [r["rps"] / b["rps"] for r, b in zip(runs, base or []) if b["rps"] > 0]
+            summ[ld][s]["vs_lf"] = (statistics.median(ratios), min(ratios), max(ratios)) \
+                if ratios and s != "leader-followers" else None
     return summ, raw
 
 
@@ -1132,8 +1139,8 @@ def table_strategies(summ):
         L += [f"### {STRATEGY_LOAD_TITLES[ld][0].upper()}{STRATEGY_LOAD_TITLES[ld][1:]}", ""]
         head = ("| strategy | req/s median | min – max | p50 | p99 | ctx sw/req (voluntary) "
                 "| allocations/req "
-                "| server CPU µs/req | busiest thread |")
-        sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+                "| server CPU µs/req | busiest thread | req/s ÷ leader-followers |")
+        sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         if cgi:
             head += " script CPU µs/req |"
             sep += "---:|"
@@ -1146,7 +1153,7 @@ def table_strategies(summ):
                    f"| {fmt_ms(x['p50_ms'])} | {fmt_ms(x['p99_ms'])} | {fmt_n(x['ctx_per_req'], 2)} "
                    f"({fmt_n(x['vctx_per_req'], 2)}) "
                    f"| {fmt_n(x['alloc_per_req'], 3)} | {fmt_n(x['cpu_us_per_req'], 1)} "
-                   f"| {fmt_pct(x['busiest_thread'])} |")
+                   f"| {fmt_pct(x['busiest_thread'])} | {fmt_ratio(x.get('vs_lf'))} |")
             if cgi:
                 row += f" {fmt_n(x['script_cpu_us_per_req'], 0)} |"
             if ld == "mixed":
@@ -1182,6 +1189,11 @@ def fmt_n(v, digits=0):
     if v is None:
         return "–"
     return f"{v:,.{digits}f}"
+
+
+def fmt_ratio(v):
+    """(median, min, max) of per-round ratios."""
+    return "" if not v else f"{v[0]:.2f}× ({v[1]:.2f}–{v[2]:.2f})"
 
 
 def fmt_pct(v):
@@ -1290,7 +1302,9 @@ def strategies_section(info, summ):
             "realloc and the memalign family (bench/alloccount.c preloaded); CPU: utime + stime of "
             "the server process; script CPU: its reaped CGI children. All per request answered (in "
             "the mixed load: file and CGI requests together; req/s, p50 and p99 are the file's). "
-            "Busiest thread: the largest share of the requests one pool thread served "
+            "req/s ÷ leader-followers: the median (min–max) over rounds of each round's ratio, "
+            "run a few seconds apart (the machine's speed drifts more between rounds than within "
+            "one). Busiest thread: the largest share of the requests one pool thread served "
             f"(/server-status; {100 / max(THREADS, 1):.0f}% is an even spread; the HS/HA reactor "
             "serves none).", ""] + table_strategies(summ)
 
