@@ -280,7 +280,7 @@ static void finish_head(struct http_exchange *ex, struct response *r, uint64_t b
 {
     if (ex->conn->ssl)
         tls_http_add_headers(ex, r);
-    if (!http_status_has_no_body(r->status))
+    if (!r->has_length && !http_status_has_no_body(r->status))
         resp_header_u64(r, "Content-Length", 14, body_len);
     if (!ex->keep_alive)
         RESP_LIT(r, "Connection: close\r\n\r\n");
