@@ -158,3 +158,41 @@ def test_pipelined_mixed_responses_in_order(tmpdir):
                 assert c.is_open(0.2)
     finally:
         s.stop()
+
+
+def test_pipelined_batch_larger_than_the_gather_with_a_slow_reader(tmpdir):
+    # 64 answers of 5000 bytes to one read: more than one gathered write, and a client that
+    # reads nothing until it has sent everything fills the socket, so gathered bytes park.
+    body = bytes(range(256)) * 19 + b"x" * 136          # 5000 bytes, held in memory
+    root = make_root(os.path.join(tmpdir, "www"), {"m.bin": body, "s.txt": b"small\n"})
+    s = conf_server(tmpdir, "", root=root)
+    try:
+        plan = []
+        for i in range(64):
+            plan.append(("HEAD" if i % 9 == 4 else "GET", "/s.txt" if i % 5 == 2 else "/m.bin"))
+        with Conn(s, rcvbuf=4096) as c:
+            c.send(b"".join(req(m, p) for m, p in plan))
+            time.sleep(T(0.3))
+            for m, p in plan:
+                r = c.read_response(m)
+                assert r.status == 200, (m, p, r)
+                if m == "GET":
+                    assert r.body == (body if p == "/m.bin" else b"small\n"), (p, len(r.body))
+            c.send(req("GET", "/s.txt"))
+            assert c.read_response().body == b"small\n"
+    finally:
+        s.stop()
+
+
+def test_pipelined_answers_precede_the_http2_preface_close(tmpdir):
+    root = make_root(os.path.join(tmpdir, "www"), {"a.txt": b"aaa"})
+    s = conf_server(tmpdir, "", root=root)
+    try:
+        with Conn(s) as c:
+            c.send(req("GET", "/a.txt") + req("GET", "/a.txt") +
+                   b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            assert c.read_response().body == b"aaa"
+            assert c.read_response().body == b"aaa"
+            assert c.wait_closed(5)
+    finally:
+        s.stop()
