@@ -719,7 +719,7 @@ void conn_handback(struct conn *c, struct worker *w, enum conn_handback_how how,
     if (how == HANDBACK_REDIRECT) {
         /* An internal GET (RFC 3875 6.2.2): the request is rebuilt from the target and Host. */
         struct http_request req;
-        memset(&req, 0, offsetof(struct http_request, headers));
+        HTTP_REQUEST_CLEAR(&req);
         req.method = saved.head_only ? HTTP_HEAD : HTTP_GET;
         req.method_name = saved.head_only ? SV("HEAD") : SV("GET");
         req.http_major = 1;

@@ -170,8 +170,8 @@ static int on_header_value_complete(llhttp_t *p)
         break;
     }
     int id = h->name.len >= 5 && h->name.len <= 19 ? http_known_header(h->name) : -1;
-    if (id >= 0 && !req->known[id].ptr)
-        req->known[id] = h->value;
+    if (id >= 0 && !HTTP_HAS_KNOWN(req, id))
+        HTTP_SET_KNOWN(req, id, h->value);
     return 0;
 }
 
@@ -390,7 +390,7 @@ static enum http_parse_result run(struct http_parse *ps, const char *data, size_
 enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, size_t len,
                                        size_t *consumed)
 {
-    memset(ps->req, 0, offsetof(struct http_request, headers));
+    HTTP_REQUEST_CLEAR(ps->req);
     ps->msg_start = data;
     ps->in_body = false;
     ps->state = ST_NONE;
