@@ -757,7 +757,7 @@ static int static_handle(void *inst, struct http_exchange *ex)
     }
     if (req->method != HTTP_GET && req->method != HTTP_HEAD)
         return 405;
-    if (!lc->hidden_files && path_has_hidden_segment(ex->path, ex->path_len))
+    if (!lc->hidden_files && !ex->path_plain && path_has_hidden_segment(ex->path, ex->path_len))
         return 404;
 
     struct fc_entry *e = fc_get(ex->rt->fc, lc, ex->path, ex->path_len);

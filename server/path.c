@@ -139,14 +139,24 @@ static bool path_is_clean(const char *in, size_t len)
 
 int path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
 {
+    return path_normalize_plain(in, len, out, cap, out_len, NULL);
+}
+
+int path_normalize_plain(const char *in, size_t len, char *out, size_t cap, size_t *out_len,
+                         bool *plain)
+{
     if (path_is_clean(in, len)) {
         if (len + 1 > cap)
             return -ENAMETOOLONG;
         memcpy(out, in, len);
         out[len] = '\0';
         *out_len = len;
+        if (plain)
+            *plain = true;
         return 0;
     }
+    if (plain)
+        *plain = false;
     size_t pos = len, w, pending = 0, n;
     bool trailing = false, wrote_any = false, too_long = false;
     int rc;
