@@ -11,7 +11,7 @@
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
 #   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
-#                             (11-15 min; BENCH_QUICK=1: a ~1.5-min smoke run): docs/PERFORMANCE.md
+#                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run): docs/PERFORMANCE.md
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -142,8 +142,13 @@ $(BUILD)/ceiling: bench/ceiling.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) $(HARDEN) -pthread $< -o $@
 
+# bench/alloccount.c: an LD_PRELOAD allocation counter (the strategies phase)
+$(BUILD)/alloccount.so: bench/alloccount.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -fPIC -shared $< -o $@
+
 bench: bench-deps
-	@$(MAKE) --no-print-directory all $(BUILD)/ceiling
+	@$(MAKE) --no-print-directory all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py
 
 clean:

@@ -16,6 +16,14 @@ Phases (BENCH_PHASES, default all, in this order):
               a warm-up), heap allocation calls per request, top functions by own cost.
   idle        user-space memory per idle keep-alive connection: RSS growth of the server's
               processes with BENCH_IDLE_CONNS connections that each made one request.
+  strategies  lfhttpd alone, one instance per concurrency strategy (BENCH_STRATEGIES, default
+              leader-followers, half-sync-half-async, reuseport; same thread count), interleaved
+              over rounds, under four loads (BENCH_STRATEGY_LOADS): short handlers (1 KiB file),
+              long handlers (a CGI script that sleeps BENCH_CGI_MS), skewed (4 busy connections
+              among BENCH_SKEW_IDLE idle keep-alive ones) and mixed (4 connections on the 1 KiB
+              file while 16 others run the CGI script). Per run: req/s, p50/p99, context
+              switches, heap allocation calls (bench/alloccount.c, LD_PRELOAD) and CPU time per
+              request. A strategy this build of lfhttpd rejects is skipped with a note.
 
 Writes build/bench/report.md and build/bench/results.json; prints a summary.
 Python standard library only. Every server runs in the foreground as a child of this script, in
@@ -64,7 +72,19 @@ TLS_MODE = os.environ.get("BENCH_TLS", "auto")  # auto | 0 | peers (peers even w
 VARIANTS = {"lfhttpd-" + v.split(":", 1)[0].strip(): v.split(":", 1)[1].split("|")
             for v in os.environ.get("BENCH_VARIANTS", "").split(";") if ":" in v}
 LFHTTPD_EXTRA = []  # configuration lines this build needs (see main)
-PHASES = [p for p in os.environ.get("BENCH_PHASES", "throughput,strace,callgrind,idle").split(",") if p]
+PHASES = [p for p in os.environ.get("BENCH_PHASES", "throughput,strace,callgrind,idle,strategies")
+          .split(",") if p]
+# the strategies phase (issue 8): lfhttpd's concurrency strategies side by side
+STRATEGIES = [s.strip() for s in os.environ.get(
+    "BENCH_STRATEGIES", "leader-followers,half-sync-half-async,reuseport").split(",") if s.strip()]
+STRATEGY_LOADS = [s.strip() for s in os.environ.get(
+    "BENCH_STRATEGY_LOADS", "short,long,skewed,mixed").split(",") if s.strip()]
+STRATEGY_ROUNDS = env_int("BENCH_STRATEGY_ROUNDS", ROUNDS)
+STRATEGY_DURATION = env_int("BENCH_STRATEGY_DURATION", DURATION)
+SKEW_IDLE = env_int("BENCH_SKEW_IDLE", 200 if QUICK else 2000)
+CGI_MS = env_int("BENCH_CGI_MS", 20)
+# configuration lines added to every strategy's instance, `|`-separated: "leader_batch 1"
+STRATEGY_CONF = [x.strip() for x in os.environ.get("BENCH_STRATEGY_CONF", "").split("|") if x.strip()]
 
 
 T_START = time.monotonic()
@@ -281,8 +301,9 @@ def fill(template, values):
 class Server:
     """One configured instance: its argv, and after start() its process and ports."""
 
-    def __init__(self, name, workers, logs=False, tls=None, single=False):
+    def __init__(self, name, workers, logs=False, tls=None, single=False, extra_conf=()):
         self.name, self.workers, self.logs, self.tls, self.single = name, workers, logs, tls, single
+        self.extra_conf = list(extra_conf)  # lfhttpd only: configuration lines appended
         self.port = free_port()
         self.tls_port = free_port() if tls else None
         self.dir = os.path.join(RUN, f"{name}-{self.port}")
@@ -311,7 +332,8 @@ class Server:
             log_line = f"{LFHTTPD_ACCESS_LOG} {self.access_log}"
         conf = self._write("lfhttpd.conf", fill("lfhttpd.conf.in", {
             "PORT": self.port, "ROOT": ROOT, "WORKERS": self.workers, "MAXCONN": MAXCONN,
-            "ACCESS_LOG": log_line}) + "\n".join(LFHTTPD_EXTRA + VARIANTS.get(self.name, [])) + "\n")
+            "ACCESS_LOG": log_line}) + "\n".join(LFHTTPD_EXTRA + VARIANTS.get(self.name, [])
+                                               + self.extra_conf) + "\n")
         argv = [os.path.join(BUILD, "lfhttpd"), "--config", conf]
         if self.tls:
             argv += ["--tls-listen", f"127.0.0.1:{self.tls_port}", "--cert", self.tls[0],
@@ -373,10 +395,10 @@ class Server:
             "MODULES": ", ".join(modules), "ACCESS_LOG": extra_log, "TLS_LISTEN": tls}))
         return ["lighttpd", "-D", "-f", conf]
 
-    def start(self, wrapper=(), ready_timeout=20.0):
+    def start(self, wrapper=(), ready_timeout=20.0, env=None):
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
         self.proc = spawn(list(wrapper) + self.argv, stdin=subprocess.DEVNULL,
-                          stdout=self.stderr, stderr=subprocess.STDOUT, cwd=self.dir)
+                          stdout=self.stderr, stderr=subprocess.STDOUT, cwd=self.dir, env=env)
         deadline = time.monotonic() + ready_timeout
         while True:
             if exited(self.proc):
@@ -834,12 +856,336 @@ def idle_run(name, count):
             "bytes_per_conn": (after - before) * 1024 / max(answered, 1)}
 
 
+# ---- strategies: lfhttpd's concurrency strategies side by side (issue 8) ------------------------
+
+STRATEGY_SHORT = {"leader-followers": "lf", "half-sync-half-async": "hsha", "reuseport": "reuseport"}
+# load key -> title; the wrk parameters are in strategy_run()
+STRATEGY_LOAD_TITLES = {
+    "short": "short handlers: 1 KiB file, keep-alive, 64 connections",
+    "long": f"long handlers: a CGI script that sleeps {CGI_MS} ms, keep-alive, 16 connections",
+    "skewed": "skewed: 4 busy keep-alive connections on the 1 KiB file among "
+              f"{SKEW_IDLE:,} idle keep-alive connections",
+    "mixed": "mixed: 4 connections on the 1 KiB file while 16 others run the "
+             f"{CGI_MS} ms CGI script",
+}
+CGI_PATH = "/cgi-bin/work"
+CGI_BODY = b"work done\n"
+CGI_CONF = ["location /cgi-bin/ {", "    handler cgi", "}", "cgi_max 256"]
+
+
+def make_cgi(root):
+    """ROOT/cgi-bin/work: prints its answer, then becomes `sleep` (one spawn, two execs); the
+    response ends when its stdout closes, i.e. after the sleep."""
+    d = os.path.join(root, "cgi-bin")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "work")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n# written by bench/bench.py (strategies phase): a long handler\n"
+                "printf 'Content-Type: text/plain\\n\\nwork done\\n'\n"
+                f"exec sleep {CGI_MS / 1000:.3f}\n")
+    os.chmod(path, 0o755)
+
+
+def alloccount_lib():
+    """bench/alloccount.c as a shared object: BUILD/alloccount.so (make bench builds it), or
+    compiled here into OUT. None when neither works (allocations are then not counted)."""
+    for path in (os.path.join(BUILD, "alloccount.so"), os.path.join(OUT, "alloccount.so")):
+        if os.path.exists(path) and os.path.getmtime(path) >= os.path.getmtime(
+                os.path.join(BENCH, "alloccount.c")):
+            return path
+    path = os.path.join(OUT, "alloccount.so")
+    cc = os.environ.get("CC", "cc")
+    r = subprocess.run([cc, "-std=gnu11", "-O2", "-fPIC", "-shared", "-o", path,
+                        os.path.join(BENCH, "alloccount.c")], capture_output=True, text=True)
+    if r.returncode:
+        log(f"bench: cannot build alloccount.so: {r.stderr.strip()[:300]}")
+        return None
+    return path
+
+
+ALLOC_MAGIC = 0x616c6c6f63636e74
+
+
+def alloc_counts(path):
+    """(allocation calls, free calls) from an alloccount file, or None if unusable."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(24)
+    except OSError:
+        return None
+    if len(data) < 24 or int.from_bytes(data[16:24], "little") != ALLOC_MAGIC:
+        return None
+    return int.from_bytes(data[0:8], "little"), int.from_bytes(data[8:16], "little")
+
+
+def proc_sample(srv):
+    """The lfhttpd process alone (its CGI scripts are separate processes): CPU ticks of all its
+    threads, CPU ticks of its reaped children (the scripts), context switches summed over its
+    threads (read each time: threads started meanwhile count from zero), allocation calls."""
+    with open(f"/proc/{srv.pid}/stat") as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    return {"cpu": int(fields[11]) + int(fields[12]), "child_cpu": int(fields[13]) + int(fields[14]),
+            "ctx": ctx_switches([srv.pid]), "allocs": alloc_counts(srv.alloc_file),
+            "vctx": status_sum([srv.pid], ("voluntary_ctxt_switches",), True),
+            "t": time.monotonic(), "busy": system_busy_ticks()}
+
+
+def worker_requests(srv):
+    """Requests served by each of lfhttpd's pool threads so far (/server-status?json), or None.
+    Shows how evenly a strategy spreads the work (the HS/HA reactor serves none itself)."""
+    try:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5.0)
+        try:
+            s.sendall(b"GET /server-status?json HTTP/1.1\r\nHost: localhost\r\n"
+                      b"Connection: close\r\n\r\n")
+            data = b""
+            while True:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        body = data.partition(b"\r\n\r\n")[2]
+        return [int(w.get("requests", 0)) for w in json.loads(body)["workers"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def busiest_share(w0, w1):
+    """The busiest thread's share of the requests served between two worker_requests()."""
+    if not w0 or not w1 or len(w0) != len(w1):
+        return None
+    d = [b - a for a, b in zip(w0, w1)]
+    return max(d) / sum(d) if sum(d) > 0 else None
+
+
+def strategy_servers(strategies, notes, alloc_lib):
+    """{strategy: Server (not started)} for the strategies this build accepts."""
+    out = {}
+    accepted = {s: lfhttpd_accepts(f"concurrency {s}") for s in strategies}
+    for s in strategies:
+        extra = list(CGI_CONF) + STRATEGY_CONF
+        if accepted[s]:
+            extra.append(f"concurrency {s}")
+        elif s == "leader-followers" and not any(accepted.values()):
+            # a build from before issue 8: Leader/Followers is all it has, and its default
+            notes.append("strategies: this lfhttpd has no `concurrency` directive; "
+                         "leader-followers measured as the build's only strategy, "
+                         "the others skipped")
+        else:
+            notes.append(f"strategies: {s}: skipped, `lfhttpd -t` rejects `concurrency {s}`")
+            log(f"  {s}: skipped (this lfhttpd rejects `concurrency {s}`)")
+            continue
+        srv = Server("lfhttpd-" + STRATEGY_SHORT.get(s, s), THREADS, extra_conf=extra)
+        srv.strategy = s
+        srv.alloc_file = os.path.join(srv.dir, "alloccount")
+        srv.env = None
+        if alloc_lib:
+            srv.env = dict(os.environ, LD_PRELOAD=alloc_lib, ALLOCCOUNT_FILE=srv.alloc_file)
+        out[s] = srv
+    return out
+
+
+def strategy_run(srv, load, duration):
+    """One measured run of `load` against one strategy's instance."""
+    base = f"http://127.0.0.1:{srv.port}"
+    pre_busy = wait_quiet()
+    idle, answered, side, side_r = [], 0, None, {}
+    try:
+        if load == "skewed":
+            idle, answered = open_idle(srv.port, SKEW_IDLE)
+            time.sleep(0.2)
+        w0 = worker_requests(srv)
+        s0 = proc_sample(srv)
+        if load == "mixed":
+            side = threading.Thread(target=lambda: side_r.update(
+                wrk(base + CGI_PATH, 16, duration)))
+            side.start()
+        if load == "long":
+            r = wrk(base + CGI_PATH, 16, duration)
+        else:
+            r = wrk(base + "/1k.html", 64 if load == "short" else 4, duration)
+        if side:
+            side.join()
+        s1 = proc_sample(srv)
+        w1 = worker_requests(srv)
+        alive = sum(1 for s in idle if s.fileno() >= 0 and not _closed_by_peer(s))
+    finally:
+        for s in idle:
+            s.close()
+    n = r["requests"] + side_r.get("requests", 0)
+    nn = max(n, 1)
+    server_cpu = (s1["cpu"] - s0["cpu"]) / CLK_TCK
+    client_cpu = r["client_cpu_s"] + side_r.get("client_cpu_s", 0.0)
+    child_cpu = (s1["child_cpu"] - s0["child_cpu"]) / CLK_TCK
+    out = {"rps": r["rps"], "requests": r["requests"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
+           "cpu_us_per_req": server_cpu / nn * 1e6,
+           "script_cpu_us_per_req": child_cpu / nn * 1e6,
+           "ctx_per_req": (s1["ctx"] - s0["ctx"]) / nn,
+           "vctx_per_req": (s1["vctx"] - s0["vctx"]) / nn,
+           "alloc_per_req": ((s1["allocs"][0] - s0["allocs"][0]) / nn
+                             if s0["allocs"] and s1["allocs"] else None),
+           "foreign_cores": max(0.0, ((s1["busy"] - s0["busy"]) / CLK_TCK - server_cpu - child_cpu
+                                      - client_cpu) / max(s1["t"] - s0["t"], 1e-3)),
+           "busiest_thread": busiest_share(w0, w1),
+           "busy_before": pre_busy, "loadavg": loadavg()}
+    if side_r:
+        out.update({"slow_rps": side_r["rps"], "slow_requests": side_r["requests"],
+                    "slow_p50_ms": side_r["p50_ms"], "slow_p99_ms": side_r["p99_ms"]})
+    if load == "skewed":
+        out["idle_answered"], out["idle_alive"] = answered, alive
+    bad = {k: v for k, v in r["errors"].items() if v}
+    for k, v in side_r.get("errors", {}).items():
+        if v:
+            bad["cgi " + k] = bad.get("cgi " + k, 0) + v
+    if r["non2xx"]:
+        bad["non-2xx"] = r["non2xx"]
+    if side_r.get("non2xx"):
+        bad["cgi non-2xx"] = side_r["non2xx"]
+    if r["requests"] == 0:
+        bad["no-output"] = r["raw"][-300:]
+    if load == "skewed" and answered < SKEW_IDLE:
+        bad["idle not answered"] = SKEW_IDLE - answered
+    if load == "skewed" and alive < answered:
+        bad["idle closed by server"] = answered - alive
+    out["bad"] = bad
+    with open(os.path.join(srv.dir, f"wrk-{load}.txt"), "a") as f:
+        f.write(r["raw"] + "\n" + side_r.get("raw", "") + "\n")
+    return out
+
+
+def _closed_by_peer(s):
+    """True when the server has closed this idle connection (EOF readable)."""
+    try:
+        s.setblocking(False)
+        return s.recv(1, socket.MSG_PEEK) == b""
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+
+
+def strategies_phase(notes):
+    """Returns ({load: {strategy: summary}}, {load: {strategy: [run, ...]}})."""
+    make_cgi(ROOT)
+    alloc_lib = alloccount_lib()
+    if not alloc_lib:
+        notes.append("strategies: allocations not counted (bench/alloccount.c did not build)")
+    servers = strategy_servers(STRATEGIES, notes, alloc_lib)
+    loads = [ld for ld in STRATEGY_LOADS if ld in STRATEGY_LOAD_TITLES]
+    raw = {ld: {} for ld in loads}
+    if not servers:
+        return {}, raw
+    log(f"== strategies: {len(loads)} loads × {len(servers)} strategies × {STRATEGY_ROUNDS} rounds "
+        f"× {STRATEGY_DURATION} s ({THREADS} threads each)")
+    try:
+        for srv in servers.values():
+            srv.start(env=srv.env)
+            status, n = http_get(srv.port, CGI_PATH, timeout=10.0)
+            if status != 200 or n < len(CGI_BODY):  # chunked: the body and its framing
+                raise RuntimeError(f"{srv.strategy}: GET {CGI_PATH} gave {status} with {n} bytes:\n"
+                                   + srv.tail())
+            if srv.env and not alloc_counts(srv.alloc_file):
+                notes.append(f"strategies: {srv.strategy}: the allocation counter did not load")
+        names = list(servers)
+        for rnd in range(STRATEGY_ROUNDS):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            for ld in loads:
+                for s in order:
+                    r = strategy_run(servers[s], ld, STRATEGY_DURATION)
+                    raw[ld].setdefault(s, []).append(r)
+                    flag = f"  !! {r['bad']}" if r["bad"] else ""
+                    extra = f"  cgi {r['slow_rps']:,.0f} req/s" if "slow_rps" in r else ""
+                    allocs = f"{r['alloc_per_req']:.3f}" if r["alloc_per_req"] is not None else "–"
+                    log(f"  [strategies round {rnd + 1}/{STRATEGY_ROUNDS}] {ld:6} {s:21} "
+                        f"{r['rps']:9,.0f} req/s{extra}  p99 {fmt_ms(r['p99_ms'])}  "
+                        f"ctx {r['ctx_per_req']:.2f} ({r['vctx_per_req']:.2f} vol)  allocs {allocs}  "
+                        f"busiest {fmt_pct(r['busiest_thread'])}  "
+                        f"cpu {r['cpu_us_per_req']:.1f} us/req  other load {r['foreign_cores']:.2f}"
+                        f"{flag}")
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    summ = {}
+    for ld, per in raw.items():
+        summ[ld] = {}
+        for s, runs in per.items():
+            x = summarize(runs, "rps")
+            for k in ("alloc_per_req", "script_cpu_us_per_req", "slow_rps", "slow_p50_ms",
+                      "slow_p99_ms", "busiest_thread", "vctx_per_req"):
+                vals = [r[k] for r in runs if r.get(k) is not None]
+                x[k] = statistics.median(vals) if vals else None
+            summ[ld][s] = x
+    return summ, raw
+
+
+def table_strategies(summ):
+    """One table per load, one row per strategy; then a compact table over all loads."""
+    L = []
+    for ld, per in summ.items():
+        if not per:
+            continue
+        cgi = ld in ("long", "mixed")
+        L += [f"### {STRATEGY_LOAD_TITLES[ld][0].upper()}{STRATEGY_LOAD_TITLES[ld][1:]}", ""]
+        head = ("| strategy | req/s median | min – max | p50 | p99 | ctx sw/req (voluntary) "
+                "| allocations/req "
+                "| server CPU µs/req | busiest thread |")
+        sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        if cgi:
+            head += " script CPU µs/req |"
+            sep += "---:|"
+        if ld == "mixed":
+            head += " CGI req/s | CGI p99 |"
+            sep += "---:|---:|"
+        L += [head + " notes |", sep + "---|"]
+        for s, x in per.items():
+            row = (f"| {s} | {fmt_n(x['median'])} | {fmt_n(x['min'])} – {fmt_n(x['max'])} "
+                   f"| {fmt_ms(x['p50_ms'])} | {fmt_ms(x['p99_ms'])} | {fmt_n(x['ctx_per_req'], 2)} "
+                   f"({fmt_n(x['vctx_per_req'], 2)}) "
+                   f"| {fmt_n(x['alloc_per_req'], 3)} | {fmt_n(x['cpu_us_per_req'], 1)} "
+                   f"| {fmt_pct(x['busiest_thread'])} |")
+            if cgi:
+                row += f" {fmt_n(x['script_cpu_us_per_req'], 0)} |"
+            if ld == "mixed":
+                row += f" {fmt_n(x['slow_rps'])} | {fmt_ms(x['slow_p99_ms'])} |"
+            row += " " + ", ".join(f"{k} {v}" for k, v in x["bad"].items()) + " |"
+            L.append(row)
+        fl = [x["foreign_cores"] for x in per.values() if x["foreign_cores"] is not None]
+        L += ["", f"Other load during these runs: median {statistics.median(fl):.2f} cores." if fl
+              else "", ""]
+    strategies = []
+    for per in summ.values():
+        strategies += [s for s in per if s not in strategies]
+    if strategies:
+        L += ["### All loads: req/s / p99 / context switches per request / allocations per request "
+              "/ server CPU µs per request", "",
+              "| load | " + " | ".join(strategies) + " |", "|---|" + "---:|" * len(strategies)]
+        for ld, per in summ.items():
+            cells = []
+            for s in strategies:
+                x = per.get(s)
+                cells.append("–" if not x else
+                             f"{fmt_n(x['median'])} / {fmt_ms(x['p99_ms'])} / "
+                             f"{fmt_n(x['ctx_per_req'], 2)} / {fmt_n(x['alloc_per_req'], 3)} / "
+                             f"{fmt_n(x['cpu_us_per_req'], 1)}")
+            L.append(f"| {ld} | " + " | ".join(cells) + " |")
+        L.append("")
+    return L
+
+
 # ---- report -------------------------------------------------------------------------------------
 
 def fmt_n(v, digits=0):
     if v is None:
         return "–"
     return f"{v:,.{digits}f}"
+
+
+def fmt_pct(v):
+    return "–" if v is None else f"{100 * v:.0f}%"
 
 
 def fmt_ms(v):
@@ -931,13 +1277,31 @@ def key_figures(results):
     return L
 
 
+def strategies_section(info, summ):
+    added = f" Configuration added to each: `{' | '.join(STRATEGY_CONF)}`." if STRATEGY_CONF else ""
+    return [f"## Concurrency strategies (lfhttpd alone, {THREADS} threads each)", "",
+            f"{info['date']}, commit {info['commit']}; {STRATEGY_ROUNDS} rounds × "
+            f"{STRATEGY_DURATION} s per load and strategy, interleaved (the order of the "
+            "strategies rotates each round); medians (min – max over rounds). wrk -t"
+            f"{WRK_THREADS}.{added} Context switches: voluntary + involuntary, summed over the "
+            "server's threads (/proc/PID/task/*/status), the voluntary ones (a thread that "
+            "waited: for a lock, a condition, epoll) in brackets — the rest are preemptions, which "
+            "other load on the machine drives up; allocations: calls of malloc, calloc, "
+            "realloc and the memalign family (bench/alloccount.c preloaded); CPU: utime + stime of "
+            "the server process; script CPU: its reaped CGI children. All per request answered (in "
+            "the mixed load: file and CGI requests together; req/s, p50 and p99 are the file's). "
+            "Busiest thread: the largest share of the requests one pool thread served "
+            f"(/server-status; {100 / max(THREADS, 1):.0f}% is an even spread; the HS/HA reactor "
+            "serves none).", ""] + table_strategies(summ)
+
+
 def write_report(info, results, notes):
     L = ["# lfhttpd benchmark report", "",
          f"- date: {info['date']}; commit {info['commit']}",
          f"- machine: {info['cpu']}, {info['cores']} cores, {info['mem_gib']} GiB, "
          f"Linux {info['kernel']}; loopback",
          f"- load before: `{info['uptime_before']}`; after: `{info.get('uptime_after', '')}`",
-         f"- versions: " + "; ".join(v for v in info["versions"].values() if v),
+         "- versions: " + "; ".join(v for v in info["versions"].values() if v),
          f"- {THREADS} threads/workers per server; wrk -t{WRK_THREADS}; {ROUNDS} rounds × "
          f"{DURATION} s per scenario and server, interleaved; medians (min – max over rounds)",
          ""]
@@ -1012,6 +1376,11 @@ def write_report(info, results, notes):
             L.append(f"| {name} | {m['conns']:,} | {m['rss_before_kib']:,} KiB | "
                      f"{m['rss_after_kib']:,} KiB | {m['bytes_per_conn']:,.0f} |")
         L.append("")
+    if results.get("strategies"):
+        S = strategies_section(info, results["strategies"])
+        with open(os.path.join(OUT, "strategies.md"), "w") as f:
+            f.write("\n".join(S))
+        L += S
     if results.get("errors"):
         L += ["## Errors", ""] + [f"- {e}" for e in results["errors"]] + [""]
     path = os.path.join(OUT, "report.md")
@@ -1040,6 +1409,12 @@ def print_summary(results):
         log(f"  strace    {name:9} {s['total_per_req']:5.2f} syscalls/req ({top})")
     for name, m in results.get("idle", {}).items():
         log(f"  idle      {name:9} {m['bytes_per_conn']:8,.0f} bytes/conn ({m['conns']:,} conns)")
+    for ld, per in results.get("strategies", {}).items():
+        for s, x in per.items():
+            allocs = fmt_n(x["alloc_per_req"], 3)
+            log(f"  strategy  {ld:6} {s:21} {x['median']:9,.0f} req/s  p99 {fmt_ms(x['p99_ms'])}"
+                f"  ctx {x['ctx_per_req']:.2f}/req  allocs {allocs}/req"
+                f"  cpu {x['cpu_us_per_req']:.1f} us/req")
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -1073,7 +1448,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     NOFILE = raise_nofile()
-    MAXCONN = max(1024, min(IDLE_CONNS + 2000, NOFILE - 1000))
+    MAXCONN = max(1024, min(max(IDLE_CONNS, SKEW_IDLE) + 2000, NOFILE - 1000))
     shutil.rmtree(RUN, ignore_errors=True)
     os.makedirs(RUN)
     ROOT = os.path.join(OUT, "root")
@@ -1081,7 +1456,7 @@ def main():
     notes, errors = [], []
     info = machine_info()
     log(f"bench: {info['cpu']}, {info['cores']} cores; load: {info['uptime_before']}")
-    if NOFILE < IDLE_CONNS + 1000:
+    if NOFILE < max(IDLE_CONNS, SKEW_IDLE) + 1000:
         notes.append(f"open-file limit {NOFILE}: idle-connection test limited by it")
 
     help_text = lfhttpd_help()
@@ -1180,6 +1555,12 @@ def main():
             log(f"== idle keep-alive connections ({IDLE_CONNS:,} per server)")
             per_server("idle", names, lambda n: idle_run(n, IDLE_CONNS),
                        lambda m: f"{m['bytes_per_conn']:8,.0f} bytes/conn ({m['conns']:,} answered)")
+        if "strategies" in PHASES:
+            try:
+                results["strategies"], results["strategies_raw"] = strategies_phase(notes)
+            except Exception as e:  # keep what the other phases measured
+                errors.append(f"strategies: {e}")
+                log(f"  strategies: FAILED: {e}")
     finally:
         for srv in running.values():
             srv.stop()
