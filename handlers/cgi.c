@@ -1110,7 +1110,7 @@ static int cgi_handle(void *inst, struct http_exchange *ex)
     struct cgi *cg = inst;
     struct server *srv = cg->srv;
     const struct http_request *req = ex->req;
-    if (path_has_hidden_segment(ex->path, ex->path_len))
+    if (!ex->path_plain && path_has_hidden_segment(ex->path, ex->path_len))
         return 404;
     const char *rel = ex->path + (cg->strip < ex->path_len ? cg->strip : ex->path_len);
     while (*rel == '/')

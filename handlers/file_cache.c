@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "http_date.h"
+#include "http_response.h"
 #include "log.h"
 #include "mime.h"
 #include "site.h"
@@ -270,10 +271,16 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
         append(&h, &len, &cap, lc->headers[i].value, lc->headers[i].value_len);
         APPEND_LIT(&h, &len, &cap, "\r\n");
     }
+    size_t common = len;
+    char num[24];
+    APPEND_LIT(&h, &len, &cap, "Content-Length: ");
+    append(&h, &len, &cap, num, fmt_u64(num, (uint64_t)e->st.st_size));
+    APPEND_LIT(&h, &len, &cap, "\r\n");
     if (!h)
         return -ENOMEM;
     e->headers = h;
-    e->headers_len = len;
+    e->headers_len = common;
+    e->headers_200_len = len;
     e->bytes += cap;
     return 0;
 }

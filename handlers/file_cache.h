@@ -52,6 +52,11 @@ struct fc_entry {
     char *body;                     /* whole content when st_size <= FC_SMALL_MAX, else NULL */
     char *headers;                  /* precomputed header lines for 200/206 (CRLF-terminated) */
     size_t headers_len;
+    size_t headers_200_len;         /* headers_len plus the "Content-Length: st_size" line that
+                                     * follows them in `headers`: the whole file-dependent part
+                                     * of a 200's head (the entry is per location and per
+                                     * configuration generation, so the location's headers are
+                                     * constant for it) */
     struct fc_entry *variant[FC_NENC]; /* precompressed representations (FC_FILE entries) */
     bool has_variants;
     bool vary;                      /* responses carry Vary: Accept-Encoding */

@@ -439,10 +439,13 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
         int n = snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)rg[0].first,
                          (unsigned long long)rg[0].last, (unsigned long long)size);
         RESP_HEADER(&r, "Content-Range", cr, (size_t)n);
+        resp_add(&r, rep->headers, rep->headers_len);
     } else {
+        /* The whole representation: its precomputed block already says Content-Length. */
         resp_begin(&r, head, sizeof(head), 200, ex->date);
+        resp_add(&r, rep->headers, rep->headers_200_len);
+        r.has_length = true;
     }
-    resp_add(&r, rep->headers, rep->headers_len);
     add_expires(&r, lc);
     if (rep->body)
         return ex_send(ex, &r, rep->body + off, (size_t)len) < 0 ? -1 : 0;
@@ -754,7 +757,7 @@ static int static_handle(void *inst, struct http_exchange *ex)
     }
     if (req->method != HTTP_GET && req->method != HTTP_HEAD)
         return 405;
-    if (!lc->hidden_files && path_has_hidden_segment(ex->path, ex->path_len))
+    if (!lc->hidden_files && !ex->path_plain && path_has_hidden_segment(ex->path, ex->path_len))
         return 404;
 
     struct fc_entry *e = fc_get(ex->rt->fc, lc, ex->path, ex->path_len);

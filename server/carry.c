@@ -31,8 +31,19 @@ struct carry *carry_get(size_t need)
     unsigned cls = 0;
     while (cls < NCLASS && class_size[cls] < need)
         cls++;
-    if (cls == NCLASS)
-        return NULL;
+    if (cls == NCLASS) {
+        if (need > UINT32_MAX - sizeof(struct carry))
+            return NULL;
+        struct carry *big = malloc(sizeof(*big) + need); /* one-off, never pooled */
+        if (!big)
+            return NULL;
+        big->cap = (uint32_t)need;
+        big->cls = NCLASS;
+        big->next = NULL;
+        big->len = 0;
+        big->off = 0;
+        return big;
+    }
     pthread_mutex_lock(&pool[cls].lock);
     struct carry *c = pool[cls].free;
     if (c) {
@@ -58,6 +69,10 @@ void carry_put(struct carry *c)
     if (!c)
         return;
     unsigned cls = c->cls;
+    if (cls == NCLASS) {
+        free(c);
+        return;
+    }
     pthread_mutex_lock(&pool[cls].lock);
     if (pool[cls].nfree < CARRY_CACHE) {
         c->next = pool[cls].free;

@@ -21,7 +21,9 @@ struct carry {
 
 #define CARRY_MAX (64 * 1024)
 
-/* A buffer with at least `need` bytes of capacity (need <= CARRY_MAX), or NULL on ENOMEM. */
+/* A buffer with at least `need` bytes of capacity, or NULL on ENOMEM. Above CARRY_MAX it is a
+ * one-off buffer, freed when put back (only a response parked behind pipelined responses
+ * gathered for one write can need more than CARRY_MAX: connection.c). */
 struct carry *carry_get(size_t need);
 /* Give a buffer back (NULL is allowed). */
 void carry_put(struct carry *c);

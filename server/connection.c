@@ -39,6 +39,8 @@
 #define SENDFILE_CHUNK (256 * 1024)
 #define FLUSH_BUDGET (4 * 1024 * 1024) /* bytes sent per event before letting others run */
 #define LINGER_MS 5000                 /* how long to drain input after a closing response */
+#define GATHER_MAX (32 * 1024)         /* pipelined responses gathered for one write */
+#define SEND_IOV_MAX 8                 /* pieces of one write: gathered bytes + a response */
 
 static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
 static void conn_close(struct conn *c);
@@ -281,7 +283,7 @@ static void finish_head(struct http_exchange *ex, struct response *r, uint64_t b
 {
     if (ex->conn->ssl)
         tls_http_add_headers(ex, r);
-    if (!http_status_has_no_body(r->status))
+    if (!r->has_length && !http_status_has_no_body(r->status))
         resp_header_u64(r, "Content-Length", 14, body_len);
     if (!ex->keep_alive)
         RESP_LIT(r, "Connection: close\r\n\r\n");
@@ -291,36 +293,123 @@ static void finish_head(struct http_exchange *ex, struct response *r, uint64_t b
         RESP_LIT(r, "\r\n");
 }
 
-/* Write iov[] at once; park whatever the socket did not take. Returns 0 or -errno. */
+/* Keep a whole response for one write with the responses to the requests that follow it in
+ * this read (pipelining): copied behind what is gathered already, in `out`. Returns false when
+ * it does not fit (it is then written at once, with what was gathered before it). */
+static bool gather_append(struct conn *c, const struct iovec *iov, int iovcnt, size_t total)
+{
+    if (!c->out) {
+        if (total > GATHER_MAX)
+            return false;
+        c->out = carry_get(CARRY_MAX);
+        if (!c->out)
+            return false;
+        c->gathered = true;
+    } else if (!c->gathered || c->out->len + total > GATHER_MAX) {
+        return false;
+    }
+    for (int i = 0; i < iovcnt; i++) {
+        memcpy(c->out->data + c->out->len, iov[i].iov_base, iov[i].iov_len);
+        c->out->len += (uint32_t)iov[i].iov_len;
+    }
+    return true;
+}
+
+/* Write the gathered responses. What the socket does not take stays parked (`sending`).
+ * Returns 0 or -errno. */
+static int conn_flush_gathered(struct conn *c, struct worker *w)
+{
+    c->gathered = false;
+    struct iovec iov = { c->out->data + c->out->off, c->out->len - c->out->off };
+    ssize_t n = c->tp->writev(c, &iov, 1, false);
+    if (n < 0 && n != -EAGAIN)
+        return (int)n;
+    if (n < 0)
+        n = 0;
+    atomic_fetch_add_explicit(&w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+    c->out->off += (uint32_t)n;
+    if (c->out->off == c->out->len) {
+        carry_put(c->out);
+        c->out = NULL;
+    } else {
+        c->sending = true;
+    }
+    return 0;
+}
+
+/* One write of the gathered bytes (`parked` of them) followed by iov[]. Kept apart so that
+ * the common path of conn_send_or_park has no array on its stack. */
+static __attribute__((noinline)) ssize_t write_behind_gathered(struct conn *c, size_t parked,
+                                                               const struct iovec *iov,
+                                                               int iovcnt, bool more)
+{
+    struct iovec all[SEND_IOV_MAX];
+    int n = 0;
+    all[n++] = (struct iovec){ c->out->data + c->out->off, parked };
+    for (int i = 0; i < iovcnt; i++)
+        all[n++] = iov[i];
+    return c->tp->writev(c, all, n, more);
+}
+
+/* Write iov[] at once (behind any gathered responses, in the same write); park whatever the
+ * socket did not take. Returns 0 or -errno. */
 int conn_send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, bool more)
 {
     struct conn *c = ex->conn;
     size_t total = 0;
     for (int i = 0; i < iovcnt; i++)
         total += iov[i].iov_len;
-    /* Bytes already parked (an interim 100 Continue) go first: queue behind them. */
-    size_t parked = c->out ? c->out->len - c->out->off : 0;
-    ssize_t n = 0;
-    if (!parked) {
-        n = c->tp->writev(c, iov, iovcnt, more);
-        if (n < 0 && n != -EAGAIN)
-            return (int)n;
-        if (n < 0)
-            n = 0;
-        atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+    if (c->gather && !more && !c->xd && !c->sending && gather_append(c, iov, iovcnt, total))
+        return 0;
+    if (c->gathered && iovcnt >= SEND_IOV_MAX) {
+        int rc = conn_flush_gathered(c, ex->w); /* cannot happen: callers send <= 3 pieces */
+        if (rc < 0)
+            return rc;
     }
-    size_t left = total - (size_t)n;
+    /* Bytes already parked (an interim 100 Continue) go first: queue behind them. Gathered
+     * bytes go out in the same write as this response. */
+    size_t parked = c->out ? c->out->len - c->out->off : 0;
+    size_t written = 0; /* of iov[] */
+    if (!parked) {
+        ssize_t sent = c->tp->writev(c, iov, iovcnt, more);
+        if (sent < 0 && sent != -EAGAIN)
+            return (int)sent;
+        if (sent < 0)
+            sent = 0;
+        atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)sent, memory_order_relaxed);
+        written = (size_t)sent;
+    } else if (c->gathered) {
+        ssize_t sent = write_behind_gathered(c, parked, iov, iovcnt, more);
+        c->gathered = false;
+        if (sent < 0 && sent != -EAGAIN)
+            return (int)sent;
+        if (sent < 0)
+            sent = 0;
+        atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)sent, memory_order_relaxed);
+        size_t from_out = (size_t)sent < parked ? (size_t)sent : parked;
+        c->out->off += (uint32_t)from_out;
+        parked -= from_out;
+        if (!parked) {
+            carry_put(c->out);
+            c->out = NULL;
+        }
+        written = (size_t)sent - from_out;
+    }
+    size_t left = total - written;
     if (left == 0)
         return 0;
-    struct carry *out = carry_get(parked + left);
-    if (!out)
-        return -ENOMEM;
-    if (parked) {
-        memcpy(out->data, c->out->data + c->out->off, parked);
-        out->len = (uint32_t)parked;
-        carry_put(c->out);
+    struct carry *out = c->out;
+    if (!out || out->cap - out->len < left) {
+        out = carry_get(parked + left);
+        if (!out)
+            return -ENOMEM;
+        if (parked) {
+            memcpy(out->data, c->out->data + c->out->off, parked);
+            out->len = (uint32_t)parked;
+            carry_put(c->out);
+        }
     }
-    size_t skip = (size_t)n;
+    size_t skip = written;
     for (int i = 0; i < iovcnt; i++) {
         if (skip >= iov[i].iov_len) {
             skip -= iov[i].iov_len;
@@ -631,7 +720,7 @@ void conn_handback(struct conn *c, struct worker *w, enum conn_handback_how how,
     if (how == HANDBACK_REDIRECT) {
         /* An internal GET (RFC 3875 6.2.2): the request is rebuilt from the target and Host. */
         struct http_request req;
-        memset(&req, 0, offsetof(struct http_request, headers));
+        HTTP_REQUEST_CLEAR(&req);
         req.method = saved.head_only ? HTTP_HEAD : HTTP_GET;
         req.method_name = saved.head_only ? SV("HEAD") : SV("GET");
         req.http_major = 1;
@@ -797,6 +886,16 @@ static void conn_serve(struct conn *c, struct worker *w)
             if (r == HTTP_PARSE_CLOSE) {
                 /* No response (the HTTP/2 preface): close quietly, but half-close and drain
                  * rather than reset the connection under bytes the client already sent. */
+                if (c->gathered && conn_flush_gathered(c, w) < 0) {
+                    conn_close(c);
+                    return;
+                }
+                if (c->sending) {
+                    /* the answers before it first; then the lingering close (conn_on_event) */
+                    c->close_after = true;
+                    conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                    return;
+                }
                 conn_finish_close(c, true);
                 return;
             }
@@ -834,7 +933,17 @@ static void conn_serve(struct conn *c, struct worker *w)
              * itself (ex_defer, below). */
             if (body_follows && (!req.expect_continue || body_here))
                 c->phase = PH_BODY;
-            if (serve_request(c, w, &req, body_follows && !body_here, 0) < 0) {
+            /* More bytes after this request: its response may wait for the next ones, so
+             * that the answers to one read leave in one write. */
+            c->gather = pos < have && !body_follows;
+            int served = serve_request(c, w, &req, body_follows && !body_here, 0);
+            c->gather = false;
+            if (served < 0) {
+                conn_close(c);
+                return;
+            }
+            if (c->gathered && !(pos < have && !c->xd && !c->close_after && c->phase == PH_HEAD) &&
+                conn_flush_gathered(c, w) < 0) {
                 conn_close(c);
                 return;
             }
@@ -872,6 +981,22 @@ static void conn_serve(struct conn *c, struct worker *w)
             }
             conn_wait_deferred(c, w);
             return;
+        }
+
+        if (c->gathered) {
+            /* The answers to this read leave together, before waiting for more. */
+            if (conn_flush_gathered(c, w) < 0) {
+                conn_close(c);
+                return;
+            }
+            if (c->sending) {
+                if (!stash_input(c, buf + pos, have - pos)) {
+                    conn_close(c);
+                    return;
+                }
+                conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                return;
+            }
         }
 
         /* Need more input. */

@@ -85,6 +85,10 @@ struct conn {
     uint32_t requests;                 /* served on this connection */
     struct ex_deferred *xd;            /* a deferred exchange in progress (stream.c), or NULL */
     _Atomic uint8_t view;              /* enum conn_view, read by /server-status */
+    bool gather;                       /* more requests follow in this read: a whole response
+                                        * may be kept for one write with the next ones */
+    bool gathered;                     /* `out` holds such responses, not yet written (only
+                                        * while the connection's thread serves the read) */
 
     struct sockaddr_in6 peer;          /* IPv4 stored as v4-mapped */
     llhttp_t parser;

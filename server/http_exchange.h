@@ -55,6 +55,7 @@ struct http_exchange {
     char user_buf[64];
     void *state;            /* a deferred exchange's handler state (ex_defer) */
     uint8_t redirects;      /* internal redirects that led here (CGI local Location) */
+    bool path_plain;        /* `path` was taken as it came: no segment of it starts with '.' */
     size_t path_len;
     char *path;             /* the decoded, normalised request path (NUL-terminated), in a
                              * buffer of EX_PATH_MAX bytes on the processing thread's stack;

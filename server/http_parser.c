@@ -85,6 +85,23 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
     return check_head_size(p, at, len);
 }
 
+/* Is the field name `n` equal to `lower` (a lowercase literal of the same length)? Field names
+ * are tokens (llhttp checked), so folding ASCII letters is all case-insensitivity needs. */
+static inline bool name_is(struct strview n, const char *lower, size_t len)
+{
+    if (n.len != len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)n.ptr[i];
+        if ((unsigned char)(c - 'A') < 26)
+            c = (unsigned char)(c | 0x20);
+        if (c != (unsigned char)lower[i])
+            return false;
+    }
+    return true;
+}
+#define NAME_IS(n, lit) name_is((n), "" lit, sizeof(lit) - 1)
+
 int http_known_header(struct strview name)
 {
     static const struct {
@@ -105,7 +122,7 @@ int http_known_header(struct strview name)
         { "user-agent", 10, H_USER_AGENT },
     };
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-        if (known[i].len == name.len && !strncasecmp(known[i].name, name.ptr, name.len))
+        if (known[i].len == name.len && name_is(name, known[i].name, name.len))
             return known[i].id;
     return -1;
 }
@@ -125,23 +142,36 @@ static int on_header_value_complete(llhttp_t *p)
     if (!h->value.ptr)
         h->value = (struct strview){ "", 0 };
     h->value = sv_trim(h->value);
-    int id = h->name.len >= 5 && h->name.len <= 19 ? http_known_header(h->name) : -1;
-    if (id >= 0 && !req->known[id].ptr)
-        req->known[id] = h->value;
-    if (SV_CASE_EQ(h->name, "host")) {
-        req->host = h->value;
-        req->host_count++;
-    } else if (SV_CASE_EQ(h->name, "transfer-encoding")) {
-        /* llhttp checks that chunked is last; we also refuse any other coding before it,
-         * which we would not know how to undo (RFC 9112 6.1: 501). */
-        ps->te_fields++;
-        if (!SV_CASE_EQ(h->value, "chunked"))
-            ps->te_other = true;
-    } else if (SV_CASE_EQ(h->name, "expect")) {
-        if (!SV_CASE_EQ(h->value, "100-continue"))
-            return fail(p, 417, "unsupported expectation");
-        req->expect_continue = true;
+    /* The fields the server acts on while parsing, by length first: most fields are none. */
+    switch (h->name.len) {
+    case 4:
+        if (NAME_IS(h->name, "host")) {
+            req->host = h->value;
+            req->host_count++;
+        }
+        return 0;
+    case 6:
+        if (NAME_IS(h->name, "expect")) {
+            if (!SV_CASE_EQ(h->value, "100-continue"))
+                return fail(p, 417, "unsupported expectation");
+            req->expect_continue = true;
+            return 0;
+        }
+        break;
+    case 17:
+        if (NAME_IS(h->name, "transfer-encoding")) {
+            /* llhttp checks that chunked is last; we also refuse any other coding before it,
+             * which we would not know how to undo (RFC 9112 6.1: 501). */
+            ps->te_fields++;
+            if (!SV_CASE_EQ(h->value, "chunked"))
+                ps->te_other = true;
+            return 0;
+        }
+        break;
     }
+    int id = h->name.len >= 5 && h->name.len <= 19 ? http_known_header(h->name) : -1;
+    if (id >= 0 && !HTTP_HAS_KNOWN(req, id))
+        HTTP_SET_KNOWN(req, id, h->value);
     return 0;
 }
 
@@ -360,7 +390,7 @@ static enum http_parse_result run(struct http_parse *ps, const char *data, size_
 enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, size_t len,
                                        size_t *consumed)
 {
-    memset(ps->req, 0, offsetof(struct http_request, headers));
+    HTTP_REQUEST_CLEAR(ps->req);
     ps->msg_start = data;
     ps->in_body = false;
     ps->state = ST_NONE;

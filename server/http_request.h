@@ -5,7 +5,9 @@
 #define LF_HTTP_REQUEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <llhttp.h> /* llhttp_method_t: HTTP_GET, HTTP_HEAD, ... */
 
@@ -50,16 +52,26 @@ struct http_request {
     struct strview query;        /* after '?', without it; ptr NULL when there is none */
     struct strview host;         /* Host header, or the authority of an absolute-form target */
     unsigned host_count;
-    struct strview known[H_KNOWN_COUNT]; /* ptr NULL when absent */
     unsigned nheaders;
+    uint16_t known_mask;         /* bit `id` set: known[id] was recorded */
+    /* Not cleared per request (HTTP_REQUEST_CLEAR): only what known_mask says is valid. */
+    struct strview known[H_KNOWN_COUNT];
     struct http_header headers[HTTP_MAX_HEADERS];
 };
+
+/* Reset a request before parsing into it: the fixed fields only, not the tables. */
+#define HTTP_REQUEST_CLEAR(req) memset((req), 0, offsetof(struct http_request, known))
 
 /* Case-insensitive lookup of the first header named `name`; SV_NULL when absent. */
 struct strview http_request_header(const struct http_request *req, const char *name, size_t len);
 #define HTTP_HEADER(req, lit) http_request_header((req), (lit), sizeof(lit) - 1)
 /* A field from enum known_header (SV_NULL when absent). */
-#define HTTP_KNOWN(req, id) ((req)->known[id])
+#define HTTP_KNOWN(req, id) \
+    (((req)->known_mask >> (id)) & 1u ? (req)->known[id] : (struct strview){ NULL, 0 })
+/* Record `v` as known field `id` (the first occurrence wins: check HTTP_HAS_KNOWN first). */
+#define HTTP_SET_KNOWN(req, id, v) \
+    ((req)->known[id] = (v), (req)->known_mask = (uint16_t)((req)->known_mask | 1u << (id)))
+#define HTTP_HAS_KNOWN(req, id) (((req)->known_mask >> (id)) & 1u)
 /* Which known header `name` is, or -1. */
 int http_known_header(struct strview name);
 

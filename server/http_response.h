@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "strview.h"
@@ -22,11 +23,24 @@ struct response {
     size_t cap;
     int status;
     bool overflow;    /* a header did not fit: the exchange answers 500 instead */
+    bool has_length;  /* Content-Length is already in the head (a precomputed block): the
+                       * exchange must not add it again */
 };
 
 /* Start "HTTP/1.1 STATUS REASON", Server and Date. `date` is an IMF-fixdate (29 chars). */
 void resp_begin(struct response *r, char *buf, size_t cap, int status, const char *date);
-void resp_add(struct response *r, const char *s, size_t n);
+void resp_add_slow(struct response *r, const char *s, size_t n);
+
+/* Append n bytes. Inline, so that a literal's fixed-length copy becomes a few moves. */
+static inline void resp_add(struct response *r, const char *s, size_t n)
+{
+    if (__builtin_expect(r->overflow || n > r->cap - r->len, 0)) {
+        resp_add_slow(r, s, n);
+        return;
+    }
+    memcpy(r->buf + r->len, s, n);
+    r->len += n;
+}
 /* Append a string literal (its length from sizeof, never counted by hand). */
 #define RESP_LIT(r, lit) resp_add((r), "" lit, sizeof(lit) - 1)
 void resp_header(struct response *r, const char *name, size_t namelen, const char *value,

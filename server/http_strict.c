@@ -57,6 +57,10 @@ bool http_host_valid(const char *h, size_t len)
         i++;
     } else {
         while (i < len) {
+            while (i < len && is_reg_name_char((unsigned char)h[i]))
+                i++; /* the common case: a run of plain reg-name bytes */
+            if (i == len)
+                break;
             unsigned char c = (unsigned char)h[i];
             if (c == '%') {
                 if (i + 2 >= len || !is_hex((unsigned char)h[i + 1]) ||

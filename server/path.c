@@ -111,6 +111,14 @@ static void path_scan_segment(const char *in, size_t end, size_t *start, size_t 
     *dots = all_dots && (n == 1 || n == 2) ? (int)n : 0;
 }
 
+/* Bytes that need no look at their neighbours in a clean path: not a control byte, DEL, '%',
+ * '\\' or '/'. A table: this runs for every byte of every request path. */
+#define PP(c) ((c) >= 0x20 && (c) != 0x7f && (c) != '%' && (c) != '\\' && (c) != '/')
+#define PP4(c) PP(c), PP((c) + 1), PP((c) + 2), PP((c) + 3)
+#define PP16(c) PP4(c), PP4((c) + 4), PP4((c) + 8), PP4((c) + 12)
+#define PP64(c) PP16(c), PP16((c) + 16), PP16((c) + 32), PP16((c) + 48)
+static const bool path_plain[256] = { PP64(0), PP64(64), PP64(128), PP64(192) };
+
 /* Most request paths need no work: nothing to decode, no empty or dot segment, no byte the
  * normaliser refuses. Such a path is its own normal form. */
 static bool path_is_clean(const char *in, size_t len)
@@ -119,15 +127,23 @@ static bool path_is_clean(const char *in, size_t len)
         return false;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
-        if (c < 0x20 || c == 0x7f || c == '%' || c == '\\')
-            return false;
-        if (c == '/' && i + 1 < len && (in[i + 1] == '/' || in[i + 1] == '.'))
-            return false;
+        if (!path_plain[c]) {
+            if (c != '/')
+                return false;
+            if (i + 1 < len && (in[i + 1] == '/' || in[i + 1] == '.'))
+                return false;
+        }
     }
     return true;
 }
 
 int path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len)
+{
+    return path_normalize_plain(in, len, out, cap, out_len, NULL);
+}
+
+int path_normalize_plain(const char *in, size_t len, char *out, size_t cap, size_t *out_len,
+                         bool *plain)
 {
     if (path_is_clean(in, len)) {
         if (len + 1 > cap)
@@ -135,8 +151,12 @@ int path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *ou
         memcpy(out, in, len);
         out[len] = '\0';
         *out_len = len;
+        if (plain)
+            *plain = true;
         return 0;
     }
+    if (plain)
+        *plain = false;
     size_t pos = len, w, pending = 0, n;
     bool trailing = false, wrote_any = false, too_long = false;
     int rc;

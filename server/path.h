@@ -26,6 +26,11 @@
  * the contents of out are unspecified. Never reads beyond in + len.
  */
 int path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *out_len);
+/* path_normalize, and *plain (if not NULL) set to true when the input was already its own
+ * normal form with no segment starting with '.' (so path_has_hidden_segment() is false), as
+ * most request paths are; false when it took the full normaliser. */
+int path_normalize_plain(const char *in, size_t len, char *out, size_t cap, size_t *out_len,
+                         bool *plain);
 
 /* True if any segment of the normalised path path/len starts with '.' (hidden files and
  * directories, e.g. "/.git/config", "/a/.env"). */

@@ -96,8 +96,8 @@ int router_dispatch(struct http_exchange *ex)
     }
     /* Locations match the decoded, normalised path, so "/assets/../secret" cannot borrow the
      * rules of /assets/. */
-    int rc = path_normalize(req->path.ptr, req->path.len, ex->path, EX_PATH_MAX,
-                            &ex->path_len);
+    int rc = path_normalize_plain(req->path.ptr, req->path.len, ex->path, EX_PATH_MAX,
+                                  &ex->path_len, &ex->path_plain);
     if (rc == -ENAMETOOLONG)
         return 414;
     if (rc < 0)

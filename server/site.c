@@ -526,7 +526,10 @@ const struct loc_conf *site_location(const struct site *s, struct strview path)
         if (lc->ext && plen >= lc->ext_len &&
             !strncasecmp(path.ptr + plen - lc->ext_len, lc->ext, lc->ext_len))
             return lc;
-        if (lc->prefix && plen >= lc->prefix_len && !memcmp(path.ptr, lc->prefix, lc->prefix_len) &&
+        /* (the second byte first: most prefixes differ from most paths right after the '/') */
+        if (lc->prefix && plen >= lc->prefix_len &&
+            (lc->prefix_len < 2 || path.ptr[1] == lc->prefix[1]) &&
+            !memcmp(path.ptr, lc->prefix, lc->prefix_len) &&
             (!best || lc->prefix_len > best->prefix_len))
             best = lc;
     }

@@ -60,14 +60,14 @@ static void log_exchange(struct conn *c, struct worker *w, int status)
     if (!xd->log_buf || c->rt->access_fd < 0)
         return;
     struct http_request req;
-    memset(&req, 0, offsetof(struct http_request, headers));
+    HTTP_REQUEST_CLEAR(&req);
     req.method_name = xd->log_method;
     req.target = xd->log_target;
     req.host = xd->log_host;
     req.http_major = 1;
     req.http_minor = xd->http_minor;
-    req.known[H_REFERER] = xd->log_referer;
-    req.known[H_USER_AGENT] = xd->log_ua;
+    HTTP_SET_KNOWN(&req, H_REFERER, xd->log_referer);
+    HTTP_SET_KNOWN(&req, H_USER_AGENT, xd->log_ua);
     struct http_exchange ex;
     xd_exchange(&ex, c, w);
     ex.req = &req;

@@ -254,6 +254,24 @@ static void test_normalize(void)
     is_int(path_normalize("/a/..", 4, out, sizeof(out), &n), 0, "len boundary respected");
     is_mem(out, n, "/a/", "len boundary result");
 
+    /* `plain`: true only for a path taken as it came, which then has no dot segment */
+    {
+        static const struct { const char *in; int plain; } pl[] = {
+            { "/a/b.txt", 1 }, { "/", 1 }, { "/dir/", 1 }, { "/a.b/c", 1 },
+            { "/.git/config", 0 }, { "/a/.hidden", 0 }, { "/a//b", 0 }, { "/a/./b", 0 },
+            { "/a/../b", 0 }, { "/%41", 0 }, { "/a/%2ehidden", 0 },
+        };
+        for (size_t k = 0; k < sizeof(pl) / sizeof(pl[0]); k++) {
+            bool plain = !pl[k].plain;
+            int rc = path_normalize_plain(pl[k].in, strlen(pl[k].in), out, sizeof(out), &n,
+                                          &plain);
+            is_int(rc, 0, pl[k].in);
+            is_int(plain, pl[k].plain, pl[k].in);
+            if (plain)
+                is_int(path_has_hidden_segment(out, n), 0, "a plain path has no dot segment");
+        }
+    }
+
     /* output capacity */
     is_int(path_normalize("/abc", 4, out, 5, &n), 0, "exact fit (4 + NUL in 5)");
     is_mem(out, n, "/abc", "exact fit result");
