@@ -145,7 +145,9 @@ def test_reuseport_reload_opens_and_closes_one_socket_per_thread(tmpdir):
     root = _root(tmpdir)
     p1, p2 = free_port(), free_port()
     conf = "concurrency reuseport\nroot %s\nlisten 127.0.0.1:%%d\n" % root
-    srv = ConfServer(tmpdir, conf % p1, listen=(), threads=THREADS)
+    # also on the command line: it overrides the file, and run.py --concurrency adds its own
+    srv = ConfServer(tmpdir, conf % p1, listen=(), threads=THREADS,
+                     args=["--concurrency", "reuseport"])
     pid = srv.proc.pid
     assert _listening_sockets(pid, p1) == THREADS
     write_file(srv.conf_path, conf % p1 + "listen 127.0.0.1:%d\n" % p2)
