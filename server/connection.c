@@ -662,6 +662,28 @@ static void conn_wait_deferred(struct conn *c, struct worker *w)
     }
 }
 
+/* Keep the unread input and wait until the response in flight can be sent (the thread's last
+ * touch of the connection). */
+static void park_for_send(struct conn *c, const char *rest, size_t len)
+{
+    if (!stash_input(c, rest, len)) {
+        conn_close(c);
+        return;
+    }
+    conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
+}
+
+/* Keep the unread input (the next request, or the body a handler reads) and hand the
+ * connection to its deferred exchange; closing it on failure aborts the exchange. */
+static void park_for_exchange(struct conn *c, struct worker *w, const char *rest, size_t len)
+{
+    if (!stash_input(c, rest, len)) {
+        conn_close(c);
+        return;
+    }
+    conn_wait_deferred(c, w);
+}
+
 static void conn_serve(struct conn *c, struct worker *w);
 
 /* Continue a connection whose owner has just changed (a callback returned, a handler gave it
@@ -828,11 +850,7 @@ static void conn_serve(struct conn *c, struct worker *w)
             size_t used = 0;
             if (c->xd && !xd_reads_body(c)) {
                 /* A deferred exchange is in progress: the next request waits for it. */
-                if (!stash_input(c, buf + pos, have - pos)) {
-                    conn_close(c);
-                    return;
-                }
-                conn_wait_deferred(c, w);
+                park_for_exchange(c, w, buf + pos, have - pos);
                 return;
             }
             if (c->phase == PH_BODY) {
@@ -855,11 +873,7 @@ static void conn_serve(struct conn *c, struct worker *w)
                     return;
                 }
                 if (c->sending) {
-                    if (!stash_input(c, buf + pos, have - pos)) {
-                        conn_close(c);
-                        return;
-                    }
-                    conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                    park_for_send(c, buf + pos, have - pos);
                     return;
                 }
                 if (r == HTTP_PARSE_INCOMPLETE)
@@ -954,19 +968,11 @@ static void conn_serve(struct conn *c, struct worker *w)
                 c->phase = PH_BODY; /* it reads the body: 100 Continue went out (ex_defer) */
             if (c->xd && (c->xd->flags & EX_TAKE_CONN)) {
                 /* The handler takes the connection, with the rest of the input (its body). */
-                if (!stash_input(c, buf + pos, have - pos)) {
-                    conn_close(c); /* aborts the exchange */
-                    return;
-                }
-                conn_wait_deferred(c, w);
+                park_for_exchange(c, w, buf + pos, have - pos);
                 return;
             }
             if (c->sending) {
-                if (!stash_input(c, buf + pos, have - pos)) {
-                    conn_close(c);
-                    return;
-                }
-                conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                park_for_send(c, buf + pos, have - pos);
                 return;
             }
             if (c->close_after && c->phase == PH_HEAD && !c->xd) {
@@ -975,11 +981,7 @@ static void conn_serve(struct conn *c, struct worker *w)
             }
         }
         if (c->xd && !xd_reads_body(c)) {
-            if (!stash_input(c, buf + pos, have - pos)) {
-                conn_close(c);
-                return;
-            }
-            conn_wait_deferred(c, w);
+            park_for_exchange(c, w, buf + pos, have - pos);
             return;
         }
 
@@ -990,11 +992,7 @@ static void conn_serve(struct conn *c, struct worker *w)
                 return;
             }
             if (c->sending) {
-                if (!stash_input(c, buf + pos, have - pos)) {
-                    conn_close(c);
-                    return;
-                }
-                conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                park_for_send(c, buf + pos, have - pos);
                 return;
             }
         }

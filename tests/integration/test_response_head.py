@@ -6,21 +6,14 @@ server may gather into one write, must come back byte-correct and in order."""
 import os
 import re
 import signal
-import socket
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib.ops import free_port  # noqa: E402
 from lib.server import T, Conn, Server, get, req  # noqa: E402
 from lib.static import conf_server, make_root, set_mtime  # noqa: E402
 
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def _wait_for(pred, seconds):
@@ -82,7 +75,7 @@ def test_changed_file_gets_new_validators_and_length(tmpdir):
 def test_reload_changes_the_cached_head(tmpdir):
     root = make_root(os.path.join(tmpdir, "www"), {"f.txt": b"hello"})
     conf = os.path.join(tmpdir, "lfhttpd.conf")
-    port = _free_port()
+    port = free_port()
     base = "listen 127.0.0.1:%d\nroot %s\nfile_cache_valid 60s\n" % (port, root)
 
     def write(extra):
