@@ -264,11 +264,6 @@ void tp_stop(struct thread_pool *tp)
     }
 }
 
-bool tp_stopping(struct thread_pool *tp)
-{
-    return atomic_load_explicit(&tp->stopping, memory_order_relaxed);
-}
-
 void tp_destroy(struct thread_pool *tp)
 {
     for (unsigned i = 0; i < tp->ngroups; i++) {

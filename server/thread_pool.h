@@ -113,7 +113,6 @@ void tp_run(struct thread_pool *tp);
  * waiting in epoll_wait are woken by the caller through the handle sets (server.c's stop
  * event, which is registered in every set). */
 void tp_stop(struct thread_pool *tp);
-bool tp_stopping(struct thread_pool *tp);
 void tp_destroy(struct thread_pool *tp);
 
 #endif
