@@ -3,9 +3,11 @@
 #   make                      build build/lfhttpd (release: -O2, hardening)
 #   make SANITIZE=thread      build build-tsan/lfhttpd under ThreadSanitizer
 #   make SANITIZE=address,undefined   build build-asan/lfhttpd under ASan+UBSan
-#   make run                  serve www/ on http://127.0.0.1:8080 in the foreground
-#   make test                 install missing Debian packages, build, run every test
-#   make deps                 install missing Debian packages (apt-get, only when missing)
+#   make run                  install missing build packages, build, serve www/ on
+#                             http://127.0.0.1:8080 in the foreground (RUN_LISTEN=ADDR:PORT)
+#   make test                 install missing packages, build, run every test
+#                             (TESTS=SUBSTRING: only the tests whose name contains it)
+#   make deps                 install the missing Debian packages of the build and the tests
 #   make container-test       build the container image with podman and test it (as root;
 #                             installs podman and makes a local base image when missing)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
@@ -16,6 +18,34 @@
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
 
+# ---- Goals that install packages: two passes -----------------------------------------------
+# GNU make reads a directory once and keeps what it saw, so a make that installs packages
+# cannot build from them: /usr/share/llhttp did not exist when it looked, and the rule for
+# build/llhttp/%.o no longer matches once the install has made it ("No rule to make target").
+# So a goal listed in DEPS_GOALS only installs what its DEPS_SETS name (tools/deps.sh), then
+# starts make again with the same goals and variables; that second make sees the machine as
+# it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
+# into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
+DEPS_GOALS := run test fuzz fuzz-run container-test bench
+DEPS_SETS  := build \
+    $(if $(filter test fuzz-run container-test,$(MAKECMDGOALS)),test) \
+    $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
+    $(if $(filter bench,$(MAKECMDGOALS)),bench)
+
+ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
+ifndef LFHTTPD_DEPS_DONE
+# The first pass: every goal waits for the install and the second make, then does nothing.
+.PHONY: $(MAKECMDGOALS) deps-then-make
+$(MAKECMDGOALS): deps-then-make
+	@:
+deps-then-make:
+	@sh tools/deps.sh $(DEPS_SETS)
+	@$(MAKE) --no-print-directory LFHTTPD_DEPS_DONE=1 $(MAKECMDGOALS)
+LFHTTPD_FIRST_PASS := 1
+endif
+endif
+
+ifndef LFHTTPD_FIRST_PASS
 CC      ?= gcc
 SANITIZE ?=
 LLHTTP_SRC ?= /usr/share/llhttp
@@ -76,7 +106,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZERS := fuzz_request fuzz_connection
 FUZZ_SECONDS ?= 60
 
-.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run deps-fuzz container-test bench bench-deps
+.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test bench
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -103,15 +133,17 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a
 
 unit: $(UNIT_BINS)
 
+# `make deps` installs what the build and the tests need. As a prerequisite it would install
+# too late for the make that runs it (see the top): list the goal in DEPS_GOALS instead.
 deps:
-	@sh tools/deps.sh
-
-deps-fuzz:
-	@sh tools/deps.sh fuzz
+ifeq ($(filter deps,$(MAKECMDGOALS)),)
+	@echo "Makefile: a goal needs 'deps' as a prerequisite; list it in DEPS_GOALS instead" >&2; exit 2
+endif
+	@sh tools/deps.sh build test
 
 # Fuzzing: `make fuzz` builds build-fuzz/fuzz/<harness>; `make fuzz-run` replays every
 # regression input and seed, then fuzzes each harness for FUZZ_SECONDS (tools/fuzz.sh).
-fuzz: deps deps-fuzz
+fuzz:
 	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
 
 fuzz-bins: $(FUZZERS:%=$(BUILD)/fuzz/%)
@@ -120,24 +152,25 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(BUILD)/liblfhttpd.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests/fuzz $(CFLAGS) $(WARN) -Wno-missing-prototypes -fsanitize=fuzzer $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
 
-fuzz-run: fuzz
+fuzz-run:
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
 	@sh tools/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
 
-run: deps all
-	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen 127.0.0.1:8080
+RUN_LISTEN ?= 127.0.0.1:8080
+run: all
+	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen $(RUN_LISTEN)
 
-# CONCURRENCY=half-sync-half-async|reuseport runs the suite under that strategy.
-test: deps all unit
-	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY))
+# CONCURRENCY=half-sync-half-async|reuseport runs the suite under that strategy; TESTS=NAME
+# only the tests whose name (unit/test_x, or test_file.py::test_name) contains NAME.
+test: all unit
+	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
+	    $(if $(TESTS),-k '$(TESTS)')
 
-container-test: deps
+container-test:
 	@bash tests/container/run.sh
 
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).
-bench-deps:
-	@sh bench/deps.sh
-
 $(BUILD)/ceiling: bench/ceiling.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) $(HARDEN) -pthread $< -o $@
@@ -147,11 +180,12 @@ $(BUILD)/alloccount.so: bench/alloccount.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -fPIC -shared $< -o $@
 
-bench: bench-deps
-	@$(MAKE) --no-print-directory all $(BUILD)/ceiling $(BUILD)/alloccount.so
+bench: all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py
 
 clean:
 	rm -rf build build-tsan build-asan build-fuzz
 
 -include $(OBJS:.o=.d)
+
+endif # LFHTTPD_FIRST_PASS

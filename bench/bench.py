@@ -1504,7 +1504,7 @@ def main():
     tools = {"nginx": "nginx", "h2o": "h2o", "lighttpd": "lighttpd"}
     for n in list(names):
         if n in tools and not shutil.which(tools[n]):
-            notes.append(f"{n}: not installed, left out (run bench/deps.sh)")
+            notes.append(f"{n}: not installed, left out (run tools/deps.sh bench)")
             names.remove(n)
     if tls and not os.path.exists("/usr/lib/lighttpd/mod_openssl.so"):
         notes.append("lighttpd: mod_openssl missing (lighttpd-mod-openssl), HTTPS without lighttpd")

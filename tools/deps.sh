@@ -1,25 +1,59 @@
 #!/bin/sh
-# Install the Debian packages lfhttpd's build and tests need (or, with `fuzz`, the fuzzers),
-# only those missing.
-# Quiet when everything is already there. Used by `make deps` (and so by `make run`/`make test`).
+# Install the Debian packages lfhttpd needs, only those missing: tools/deps.sh SET...
+#
+#   build  compile build/lfhttpd (make, make run)
+#   test   run the test suite (make test): the clients and the reference servers it talks to
+#   fuzz   the libFuzzer harnesses (make fuzz): clang with libFuzzer and the sanitizer runtimes
+#   bench  the benchmark (make bench): the peers and the profilers
+#
+# Quiet when everything is already there. The Makefile runs it before it builds anything
+# (its goals that install packages make in two passes: see the top of the Makefile).
+#
+# Some packages (nginx-light, lighttpd, h2o) start a system daemon on port 80 from their
+# postinst script. While installing, a policy-rc.d that refuses (exit 101) is put in place if
+# the machine has none, and removed afterwards: the tests and the benchmark start their own
+# foreground instances on loopback ports, and `make deps` must not leave a web server running.
 set -eu
-# nginx-light: the reference for the static differential test; lighttpd: for the CGI one
-# (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
-# (tests/integration/test_status.py); testssl.sh: the TLS check in CI.
-PKGS="gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev openssl python3 curl wrk procps
-      nginx-light testssl.sh lighttpd chromium"
-# `deps.sh fuzz` (make fuzz): clang with libFuzzer and the sanitizer runtimes.
-if [ "${1:-}" = fuzz ]; then
-    PKGS="clang libclang-rt-dev llvm"
-fi
+[ $# -gt 0 ] || set -- build test
+pkgs=""
+for set in "$@"; do
+    case $set in
+    build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev" ;;
+    # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
+    # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
+    # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh).
+    test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh" ;;
+    fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
+    bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
+                 lighttpd-mod-openssl valgrind strace" ;;
+    *) echo "deps: unknown set '$set' (build, test, fuzz, bench)" >&2; exit 2 ;;
+    esac
+done
 missing=""
-for p in $PKGS; do
+for p in $pkgs; do
+    case " $missing " in *" $p "*) continue ;; esac
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
 echo "deps: installing$missing" >&2
 SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq >/dev/null
-$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || {
+        echo "deps: missing packages:$missing; run as root, or install sudo" >&2
+        exit 2
+    }
+    SUDO="sudo"
+fi
+POLICY=/usr/sbin/policy-rc.d
+added_policy=""
+if [ ! -e "$POLICY" ]; then
+    printf '#!/bin/sh\n# temporary, from lfhttpd tools/deps.sh\nexit 101\n' | $SUDO tee "$POLICY" >/dev/null
+    $SUDO chmod 755 "$POLICY"
+    added_policy=1
+fi
+cleanup() { [ -z "$added_policy" ] || $SUDO rm -f "$POLICY"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# (through env: sudo resets the environment)
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -31,7 +31,7 @@ def test_bench_strategies_phase_tiny_load(tmpdir):
         print("skipped: sanitizer build (the harness preloads an allocation counter)")
         return
     if not shutil.which("wrk"):
-        print("skipped: wrk is not installed (make bench-deps)")
+        print("skipped: wrk is not installed (tools/deps.sh test)")
         return
     out = os.path.join(tmpdir, "bench")
     env = dict(os.environ, BENCH_PHASES="strategies", BENCH_QUICK="1", BENCH_STRATEGY_ROUNDS="1",
