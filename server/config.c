@@ -371,6 +371,7 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
             }
             cfg->listen[cfg->nlisten].proxy_protocol = true;
         }
+        cfg->listen[cfg->nlisten].line = line;
         cfg->listen[cfg->nlisten++].tls = d->kind == D_TLS_LISTEN;
         return 0;
     case D_CERT:
@@ -381,6 +382,8 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
             return -1;
         }
         *(bool *)(void *)(base + d->offset) = !strcmp(args[0], "on");
+        if (d->offset == offsetof(struct config, tls_redirect_http))
+            cfg->tls_redirect_line = line;
         return 0;
     case D_LIST:
         return -1; /* handled above */
@@ -853,12 +856,25 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
     }
     bool tls = config_has_tls(cfg);
     if (tls && cfg->ncerts == 0) {
-        fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key FILE, "
-                        "or tls_certificate in the configuration file)\n");
+        /* Point at the file's first TLS listener, unless the command line gave them. */
+        unsigned line = 0;
+        for (unsigned i = 0; i < cfg->nlisten && !line; i++)
+            if (cfg->listen[i].tls)
+                line = cfg->listen[i].line;
+        if (line)
+            fprintf(stderr, "%s:%u: a TLS listener needs a certificate (tls_certificate, or "
+                            "--cert FILE --key FILE)\n", cfg->config_file, line);
+        else
+            fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key "
+                            "FILE, or tls_certificate in the configuration file)\n");
         return CONFIG_ERROR;
     }
     if (cfg->tls_redirect_http && !tls) {
-        fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
+        if (cfg->tls_redirect_line)
+            fprintf(stderr, "%s:%u: tls_redirect_http on needs a TLS listener\n",
+                    cfg->config_file, cfg->tls_redirect_line);
+        else
+            fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
         return CONFIG_ERROR;
     }
     if (cfg->threads == 0) {

@@ -25,6 +25,7 @@ struct listen_addr {
     char text[80];          /* as given, for messages */
     bool proxy_protocol;    /* connections start with a PROXY protocol header */
     bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
+    unsigned line;          /* line in config_file it came from; 0: the command line */
 };
 
 /* One certificate for the TLS listeners (tls_certificate / --cert + --key). */
@@ -81,6 +82,7 @@ struct config {
     unsigned tls_ticket_rotation;   /* ms between session-ticket key rotations; 0 = no tickets */
     unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
     bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
+    unsigned tls_redirect_line;     /* where the file set it (0: not from the file) */
 
     /* CGI (handlers/cgi.c). */
     unsigned cgi_timeout;      /* ms a script may run before its process group is killed */
