@@ -836,6 +836,8 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
     if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0)
         return CONFIG_ERROR;
     site_set_finish(&cfg->sites);
+    if (site_set_check(&cfg->sites) < 0)
+        return CONFIG_ERROR;
     if (ncli_cert || ncli_key) {
         /* --cert/--key pairs (in order) replace the file's certificates. */
         if (ncli_cert != ncli_key) {

@@ -66,6 +66,8 @@ static void loc_conf_free(struct loc_conf *lc)
     free(lc->default_type);
     free(lc->auth_realm);
     free(lc->auth_file);
+    free(lc->auth_where);
+    free(lc->handler_where);
     for (int i = 0; i < lc->nheaders; i++) {
         free(lc->headers[i].name);
         free(lc->headers[i].value);
@@ -282,6 +284,8 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
         }
         free(lc->auth_realm);
         lc->auth_realm = xstrdup(strcmp(v, "off") ? v : "");
+        free(lc->auth_where);
+        lc->auth_where = xstrdup(where);
     } else if (!strcmp(name, "auth_basic_user_file")) {
         if (access(v, R_OK) < 0) {
             fprintf(stderr, "%s: auth_basic_user_file %s: %s\n", where, v, strerror(errno));
@@ -302,6 +306,8 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
         free(lc->handler_arg);
         lc->handler = xstrdup(v);
         lc->handler_arg = nargs == 2 ? xstrdup(args[1]) : NULL;
+        free(lc->handler_where);
+        lc->handler_where = xstrdup(where);
     } else {
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
@@ -424,6 +430,8 @@ static void inherit(struct loc_conf *lc, const struct loc_conf *p)
     lc->default_type = inherit_str(lc->default_type, p->default_type);
     lc->auth_realm = inherit_str(lc->auth_realm, p->auth_realm);
     lc->auth_file = inherit_str(lc->auth_file, p->auth_file);
+    lc->auth_where = inherit_str(lc->auth_where, p->auth_where);
+    lc->handler_where = inherit_str(lc->handler_where, p->handler_where);
     /* Like nginx: a level that sets any add_header / error_page replaces the parent's list. */
     if (lc->nheaders < 0) {
         lc->nheaders = p->nheaders;
@@ -474,6 +482,20 @@ void site_set_finish(struct site_set *ss)
     for (unsigned i = 0; i < ss->nsites; i++)
         for (unsigned j = 0; j < ss->sites[i].nlocs; j++)
             inherit(&ss->sites[i].locs[j], &ss->sites[i].base);
+}
+
+int site_set_check(const struct site_set *ss)
+{
+    for (unsigned i = 0; i < ss->nsites; i++)
+        for (unsigned j = 0; j <= ss->sites[i].nlocs; j++) {
+            const struct loc_conf *lc = j == 0 ? &ss->sites[i].base : &ss->sites[i].locs[j - 1];
+            if (lc->auth_realm[0] && !lc->auth_file) {
+                fprintf(stderr, "%s: auth_basic \"%s\" needs auth_basic_user_file\n",
+                        lc->auth_where ? lc->auth_where : "lfhttpd", lc->auth_realm);
+                return -1;
+            }
+        }
+    return 0;
 }
 
 /* ---- matching ------------------------------------------------------------------------------- */

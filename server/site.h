@@ -65,6 +65,8 @@ struct loc_conf {
     char *default_type;
     char *auth_realm;         /* Basic authentication realm; "" = off */
     char *auth_file;          /* its user file */
+    char *auth_where;         /* "FILE:LINE" of the auth_basic that set the realm */
+    char *handler_where;      /* "FILE:LINE" of the handler directive, for its errors */
 
     /* Filled at server start-up. */
     struct auth_users *auth_users;
@@ -112,6 +114,9 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix);
 
 /* Fill every unset setting from its parent and the built-in defaults. */
 void site_set_finish(struct site_set *ss);
+/* After site_set_finish: the mistakes only the complete settings show (auth_basic without
+ * auth_basic_user_file). Prints "FILE:LINE: reason" and returns -1 on the first. */
+int site_set_check(const struct site_set *ss);
 
 /* Pick the site for a Host header value (may be empty). */
 const struct site *site_select(const struct site_set *ss, struct strview host);
