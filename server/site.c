@@ -325,7 +325,7 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
     struct site *s = &ss->sites[ss->nsites];
     memset(s, 0, sizeof(*s));
     loc_conf_init(&s->base);
-    s->names = calloc((size_t)nnames, sizeof(char *));
+    s->names = xrealloc(NULL, (size_t)nnames * sizeof(char *));
     for (int i = 0; i < nnames; i++) {
         if (!strcmp(names[i], "default")) {
             s->is_default = true;
@@ -334,6 +334,8 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
         const char *n = names[i];
         if ((n[0] == '*' && n[1] != '.') || strchr(n + 1, '*') || strchr(n, '/') || strchr(n, ':')) {
             fprintf(stderr, "%s: invalid server name '%s' (a host name or *.suffix)\n", where, n);
+            for (unsigned k = 0; k < s->nnames; k++)
+                free(s->names[k]); /* the site was not counted: nothing else frees them */
             free(s->names);
             return NULL;
         }
