@@ -641,6 +641,7 @@ static int config_load_file(struct config *cfg, const char *path)
             if (!strcmp(args[i], "}") || !strcmp(args[i], "{")) {
                 fprintf(stderr, "%s: braces go on their own line or end a block's first line\n", where);
                 rc = -1;
+                break; /* one line per mistake, however many braces */
             }
         if (rc)
             continue;
