@@ -48,12 +48,31 @@ static const struct event_handler_ops conn_ops = { .handle_event = conn_on_event
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
+/* No memory for a new connection: answer 503 on the raw socket when the listener speaks plain
+ * HTTP (a static response, nothing allocated; request bytes already there are read and dropped
+ * first, so that the close does not reset the answer), then close. Best effort. */
+static void refuse_without_memory(const struct listener *l, int fd)
+{
+    static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                               "Retry-After: 1\r\nConnection: close\r\n\r\n";
+    if (!l->addr.tls) {
+        char drain[4096];
+        for (int i = 0; i < 4 && recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0; i++)
+            ;
+        ssize_t n = send(fd, resp, sizeof(resp) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)n;
+        shutdown(fd, SHUT_WR);
+    }
+    close(fd);
+}
+
 int conn_create(struct server *srv, const struct listener *l, int fd,
                 const struct sockaddr_storage *peer)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c) {
-        close(fd);
+        refuse_without_memory(l, fd);
+        server_conn_closed(srv); /* the acceptor counted it */
         return -ENOMEM;
     }
     c->eh.fd = fd;

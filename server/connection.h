@@ -94,7 +94,9 @@ struct conn {
     llhttp_t parser;
 };
 
-/* Create a connection for an accepted socket and register it; closes `fd` on failure. */
+/* Create a connection for an accepted socket and register it; closes `fd` on failure (on
+ * -ENOMEM, after answering 503 if the listener speaks plain HTTP). The caller counted the
+ * connection in srv->nconns; a failure uncounts it. */
 int conn_create(struct server *srv, const struct listener *l, int fd,
                 const struct sockaddr_storage *peer);
 
