@@ -18,12 +18,14 @@
 #include "thread_pool.h"
 #include "version.h"
 
-static void config_defaults(struct config *cfg)
+/* The built-in defaults. Returns 0, or -1 when out of memory (message printed): at start-up
+ * that ends the process, on a reload it keeps the running configuration. */
+static int config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     if (site_set_init(&cfg->sites) < 0) {
         fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
+        return -1;
     }
     cfg->batch = 8;
     cfg->log_level = LOG_NOTICE;
@@ -53,8 +55,9 @@ static void config_defaults(struct config *cfg)
     if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||
         cidr_list_add(&cfg->status_allow, "::1") < 0) {
         fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
+        return -1;
     }
+    return 0;
 }
 
 bool config_has_tls(const struct config *cfg)
@@ -107,7 +110,10 @@ int config_parse_listen(const char *s, struct listen_addr *la)
         snprintf(host, sizeof(host), "0.0.0.0");
     struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
     struct addrinfo *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai == EAI_MEMORY)
+        return -ENOMEM;
+    if (gai != 0 || !res)
         return -EINVAL;
     memcpy(&la->ss, res->ai_addr, res->ai_addrlen);
     la->sslen = res->ai_addrlen;
@@ -359,7 +365,12 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
             fprintf(stderr, "%s: too many listeners (at most %d)\n", where, CONFIG_MAX_LISTEN);
             return -1;
         }
-        if (config_parse_listen(args[0], &cfg->listen[cfg->nlisten]) < 0) {
+        int lrc = config_parse_listen(args[0], &cfg->listen[cfg->nlisten]);
+        if (lrc == -ENOMEM) {
+            fprintf(stderr, "%s: out of memory\n", where);
+            return -1;
+        }
+        if (lrc < 0) {
             fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT or [V6]:PORT)\n",
                     where, args[0]);
             return -1;
@@ -715,7 +726,8 @@ static bool is_number(const char *s)
 
 static enum config_result parse_args(struct config *cfg, int argc, char **argv)
 {
-    config_defaults(cfg);
+    if (config_defaults(cfg) < 0)
+        return CONFIG_ERROR;
 
     /* Pass 1: find --config, so that the file is loaded before the other flags override it. */
     for (int i = 1; i < argc; i++) {
@@ -836,7 +848,8 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
     }
     if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0)
         return CONFIG_ERROR;
-    site_set_finish(&cfg->sites);
+    if (site_set_finish(&cfg->sites) < 0)
+        return CONFIG_ERROR;
     if (site_set_check(&cfg->sites) < 0)
         return CONFIG_ERROR;
     if (ncli_cert || ncli_key) {

@@ -110,7 +110,8 @@ void config_free(struct config *cfg);
 /* Does the configuration have a TLS listener? */
 bool config_has_tls(const struct config *cfg);
 
-/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT" or "PORT" into `la`. Returns 0 or -EINVAL. */
+/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT" or "PORT" into `la`. Returns 0, -EINVAL, or
+ * -ENOMEM (the resolver ran out of memory). */
 int config_parse_listen(const char *s, struct listen_addr *la);
 
 #endif

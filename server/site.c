@@ -12,24 +12,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char *xstrdup(const char *s)
+/* Running out of memory while building a configuration fails the start-up, or the reload
+ * (which keeps the running configuration): never the process. Every function below leaves
+ * what it was building consistent for site_set_free when it gives up. */
+static int oom(const char *where)
 {
-    char *d = strdup(s);
-    if (!d) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
-    }
-    return d;
+    fprintf(stderr, "%s: out of memory\n", where);
+    return -1;
 }
 
-static void *xrealloc(void *p, size_t n)
+/* Replace *slot with a copy of `v`. 0, or -1 with *slot unchanged. */
+static int set_str(char **slot, const char *v)
 {
-    void *q = realloc(p, n);
-    if (!q) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
-    }
-    return q;
+    char *d = strdup(v);
+    if (!d)
+        return -1;
+    free(*slot);
+    *slot = d;
+    return 0;
 }
 
 void loc_conf_init(struct loc_conf *lc)
@@ -178,8 +178,8 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
             fprintf(stderr, "%s: root %s: %s\n", where, v, rc < 0 ? strerror(errno) : "not a directory");
             return -1;
         }
-        free(lc->root);
-        lc->root = xstrdup(v);
+        if (set_str(&lc->root, v) < 0)
+            return oom(where);
     } else if (!strcmp(name, "index")) {
         if (nargs > SITE_MAX_INDEX) {
             fprintf(stderr, "%s: at most %d index files\n", where, SITE_MAX_INDEX);
@@ -221,8 +221,8 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
             fprintf(stderr, "%s: 'spa_fallback' takes a path starting with '/' or off\n", where);
             return -1;
         }
-        free(lc->spa_fallback);
-        lc->spa_fallback = xstrdup(strcmp(v, "off") ? v : "");
+        if (set_str(&lc->spa_fallback, strcmp(v, "off") ? v : "") < 0)
+            return oom(where);
     } else if (!strcmp(name, "add_header")) {
         if (nargs != 2 || !header_token_ok(args[0]) || !header_value_ok(args[1])) {
             fprintf(stderr, "%s: 'add_header' takes a header name and one (quoted) value\n", where);
@@ -230,10 +230,19 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
         }
         if (lc->nheaders < 0)
             lc->nheaders = 0;
-        lc->headers = xrealloc(lc->headers, sizeof(*lc->headers) * (size_t)(lc->nheaders + 1));
+        struct header_kv *nh = realloc(lc->headers, sizeof(*nh) * (size_t)(lc->nheaders + 1));
+        if (!nh)
+            return oom(where);
+        lc->headers = nh;
+        char *hname = strdup(args[0]), *hvalue = strdup(args[1]);
+        if (!hname || !hvalue) {
+            free(hname);
+            free(hvalue);
+            return oom(where);
+        }
         struct header_kv *h = &lc->headers[lc->nheaders++];
-        h->name = xstrdup(args[0]);
-        h->value = xstrdup(args[1]);
+        h->name = hname;
+        h->value = hvalue;
         h->name_len = strlen(h->name);
         h->value_len = strlen(h->value);
     } else if (!strcmp(name, "cache_control")) {
@@ -241,8 +250,8 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
             fprintf(stderr, "%s: invalid 'cache_control' value\n", where);
             return -1;
         }
-        free(lc->cache_control);
-        lc->cache_control = xstrdup(strcmp(v, "off") ? v : "");
+        if (set_str(&lc->cache_control, strcmp(v, "off") ? v : "") < 0)
+            return oom(where);
     } else if (!strcmp(name, "expires")) {
         if (!strcmp(v, "off")) {
             lc->expires = -1;
@@ -264,10 +273,16 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
                 fprintf(stderr, "%s: invalid status '%s' for 'error_page' (400..599)\n", where, args[i]);
                 return -1;
             }
-            lc->error_pages = xrealloc(lc->error_pages,
-                                       sizeof(*lc->error_pages) * (size_t)(lc->nerror_pages + 1));
+            struct error_page *ne =
+                realloc(lc->error_pages, sizeof(*ne) * (size_t)(lc->nerror_pages + 1));
+            if (!ne)
+                return oom(where);
+            lc->error_pages = ne;
+            char *path = strdup(args[nargs - 1]);
+            if (!path)
+                return oom(where);
             lc->error_pages[lc->nerror_pages].status = (int)st;
-            lc->error_pages[lc->nerror_pages].path = xstrdup(args[nargs - 1]);
+            lc->error_pages[lc->nerror_pages].path = path;
             lc->nerror_pages++;
         }
     } else if (!strcmp(name, "default_type")) {
@@ -275,24 +290,23 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
             fprintf(stderr, "%s: invalid media type '%s'\n", where, v);
             return -1;
         }
-        free(lc->default_type);
-        lc->default_type = xstrdup(v);
+        if (set_str(&lc->default_type, v) < 0)
+            return oom(where);
     } else if (!strcmp(name, "auth_basic")) {
         if (strpbrk(v, "\"\\") || !header_value_ok(v)) {
             fprintf(stderr, "%s: invalid realm (no quotes, backslashes or control characters)\n", where);
             return -1;
         }
-        free(lc->auth_realm);
-        lc->auth_realm = xstrdup(strcmp(v, "off") ? v : "");
-        free(lc->auth_where);
-        lc->auth_where = xstrdup(where);
+        if (set_str(&lc->auth_realm, strcmp(v, "off") ? v : "") < 0 ||
+            set_str(&lc->auth_where, where) < 0)
+            return oom(where);
     } else if (!strcmp(name, "auth_basic_user_file")) {
         if (access(v, R_OK) < 0) {
             fprintf(stderr, "%s: auth_basic_user_file %s: %s\n", where, v, strerror(errno));
             return -1;
         }
-        free(lc->auth_file);
-        lc->auth_file = xstrdup(v);
+        if (set_str(&lc->auth_file, v) < 0)
+            return oom(where);
     } else if (!strcmp(name, "handler")) {
         if (nargs > 2) {
             fprintf(stderr, "%s: 'handler' takes a type and an optional argument\n", where);
@@ -302,12 +316,14 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
             fprintf(stderr, "%s: unknown handler '%s'\n", where, v);
             return -1;
         }
-        free(lc->handler);
+        char *arg = nargs == 2 ? strdup(args[1]) : NULL;
+        if ((nargs == 2 && !arg) || set_str(&lc->handler, v) < 0 ||
+            set_str(&lc->handler_where, where) < 0) {
+            free(arg);
+            return oom(where);
+        }
         free(lc->handler_arg);
-        lc->handler = xstrdup(v);
-        lc->handler_arg = nargs == 2 ? xstrdup(args[1]) : NULL;
-        free(lc->handler_where);
-        lc->handler_where = xstrdup(where);
+        lc->handler_arg = arg;
     } else {
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
@@ -321,11 +337,20 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
         fprintf(stderr, "%s: 'server' takes one or more names\n", where);
         return NULL;
     }
-    ss->sites = xrealloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
+    struct site *sites = realloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
+    if (!sites) {
+        oom(where);
+        return NULL;
+    }
+    ss->sites = sites;
     struct site *s = &ss->sites[ss->nsites];
     memset(s, 0, sizeof(*s));
     loc_conf_init(&s->base);
-    s->names = xrealloc(NULL, (size_t)nnames * sizeof(char *));
+    s->names = calloc((size_t)nnames, sizeof(char *));
+    if (!s->names) {
+        oom(where);
+        return NULL;
+    }
     for (int i = 0; i < nnames; i++) {
         if (!strcmp(names[i], "default")) {
             s->is_default = true;
@@ -339,7 +364,14 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
             free(s->names);
             return NULL;
         }
-        char *lc = xstrdup(n);
+        char *lc = strdup(n);
+        if (!lc) {
+            for (unsigned k = 0; k < s->nnames; k++)
+                free(s->names[k]);
+            free(s->names);
+            oom(where);
+            return NULL;
+        }
         for (char *p = lc; *p; p++)
             *p = (char)tolower((unsigned char)*p);
         s->names[s->nnames++] = lc;
@@ -357,15 +389,25 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
         fprintf(stderr, "%s: 'location' takes a path prefix (/assets/) or *.EXT\n", where);
         return NULL;
     }
-    s->locs = xrealloc(s->locs, sizeof(*s->locs) * (s->nlocs + 1));
+    struct loc_conf *locs = realloc(s->locs, sizeof(*s->locs) * (s->nlocs + 1));
+    if (!locs) {
+        oom(where);
+        return NULL;
+    }
+    s->locs = locs;
+    char *m = strdup(ext ? match + 1 : match);
+    if (!m) {
+        oom(where);
+        return NULL;
+    }
     struct loc_conf *lc = &s->locs[s->nlocs++];
     loc_conf_init(lc);
     if (ext) {
-        lc->ext = xstrdup(match + 1);
-        lc->ext_len = strlen(lc->ext);
+        lc->ext = m;
+        lc->ext_len = strlen(m);
     } else {
-        lc->prefix = xstrdup(match);
-        lc->prefix_len = strlen(match);
+        lc->prefix = m;
+        lc->prefix_len = strlen(m);
     }
     return lc;
 }
@@ -400,17 +442,25 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
 
 /* ---- inheritance ---------------------------------------------------------------------------- */
 
-static char *inherit_str(char *mine, const char *parent)
+/* *mine, or else a copy of `parent`. 0, or -1 when out of memory. */
+static int inherit_str(char **mine, const char *parent)
 {
-    return mine ? mine : parent ? xstrdup(parent) : NULL;
+    if (*mine || !parent)
+        return 0;
+    *mine = strdup(parent);
+    return *mine ? 0 : -1;
 }
 
-static void inherit(struct loc_conf *lc, const struct loc_conf *p)
+/* Fill what `lc` leaves unset from `p`. 0, or -1 when out of memory (lc stays freeable). */
+static int inherit(struct loc_conf *lc, const struct loc_conf *p)
 {
-    lc->handler = inherit_str(lc->handler, p->handler);
-    if (!lc->handler_arg && p->handler_arg && !strcmp(lc->handler, p->handler))
-        lc->handler_arg = xstrdup(p->handler_arg);
-    lc->root = inherit_str(lc->root, p->root);
+    if (inherit_str(&lc->handler, p->handler) < 0)
+        return -1;
+    if (!lc->handler_arg && p->handler_arg && !strcmp(lc->handler, p->handler) &&
+        !(lc->handler_arg = strdup(p->handler_arg)))
+        return -1;
+    if (inherit_str(&lc->root, p->root) < 0)
+        return -1;
     if (lc->nindex < 0) {
         memcpy(lc->index, p->index, sizeof(lc->index));
         lc->nindex = p->nindex;
@@ -425,37 +475,52 @@ static void inherit(struct loc_conf *lc, const struct loc_conf *p)
         lc->precompressed = p->precompressed;
     if (lc->etag < 0)
         lc->etag = p->etag;
-    lc->spa_fallback = inherit_str(lc->spa_fallback, p->spa_fallback);
-    lc->cache_control = inherit_str(lc->cache_control, p->cache_control);
     if (lc->expires == -2)
         lc->expires = p->expires;
-    lc->default_type = inherit_str(lc->default_type, p->default_type);
-    lc->auth_realm = inherit_str(lc->auth_realm, p->auth_realm);
-    lc->auth_file = inherit_str(lc->auth_file, p->auth_file);
-    lc->auth_where = inherit_str(lc->auth_where, p->auth_where);
-    lc->handler_where = inherit_str(lc->handler_where, p->handler_where);
-    /* Like nginx: a level that sets any add_header / error_page replaces the parent's list. */
+    if (inherit_str(&lc->spa_fallback, p->spa_fallback) < 0 ||
+        inherit_str(&lc->cache_control, p->cache_control) < 0 ||
+        inherit_str(&lc->default_type, p->default_type) < 0 ||
+        inherit_str(&lc->auth_realm, p->auth_realm) < 0 ||
+        inherit_str(&lc->auth_file, p->auth_file) < 0 ||
+        inherit_str(&lc->auth_where, p->auth_where) < 0 ||
+        inherit_str(&lc->handler_where, p->handler_where) < 0)
+        return -1;
+    /* Like nginx: a level that sets any add_header / error_page replaces the parent's list.
+     * The count is set as entries are copied, so a failure leaves only what can be freed. */
     if (lc->nheaders < 0) {
-        lc->nheaders = p->nheaders;
-        lc->headers = p->nheaders ? xrealloc(NULL, sizeof(*lc->headers) * (size_t)p->nheaders) : NULL;
+        if (p->nheaders > 0 && !(lc->headers = calloc((size_t)p->nheaders, sizeof(*lc->headers))))
+            return -1;
+        lc->nheaders = 0;
         for (int i = 0; i < p->nheaders; i++) {
-            lc->headers[i] = p->headers[i];
-            lc->headers[i].name = xstrdup(p->headers[i].name);
-            lc->headers[i].value = xstrdup(p->headers[i].value);
+            struct header_kv h = p->headers[i];
+            h.name = strdup(p->headers[i].name);
+            h.value = strdup(p->headers[i].value);
+            if (!h.name || !h.value) {
+                free(h.name);
+                free(h.value);
+                return -1;
+            }
+            lc->headers[lc->nheaders++] = h;
         }
     }
     if (lc->nerror_pages < 0) {
-        lc->nerror_pages = p->nerror_pages;
-        lc->error_pages =
-            p->nerror_pages ? xrealloc(NULL, sizeof(*lc->error_pages) * (size_t)p->nerror_pages) : NULL;
+        if (p->nerror_pages > 0 &&
+            !(lc->error_pages = calloc((size_t)p->nerror_pages, sizeof(*lc->error_pages))))
+            return -1;
+        lc->nerror_pages = 0;
         for (int i = 0; i < p->nerror_pages; i++) {
+            char *path = strdup(p->error_pages[i].path);
+            if (!path)
+                return -1;
             lc->error_pages[i].status = p->error_pages[i].status;
-            lc->error_pages[i].path = xstrdup(p->error_pages[i].path);
+            lc->error_pages[i].path = path;
+            lc->nerror_pages++;
         }
     }
+    return 0;
 }
 
-void site_set_finish(struct site_set *ss)
+int site_set_finish(struct site_set *ss)
 {
     static char d_static[] = "static", d_root[] = "./www", d_empty[] = "",
                 d_type[] = "application/octet-stream";
@@ -478,12 +543,13 @@ void site_set_finish(struct site_set *ss)
     defaults.default_type = d_type;
     defaults.auth_realm = d_empty;
 
-    inherit(&ss->sites[0].base, &defaults);
-    for (unsigned i = 1; i < ss->nsites; i++)
-        inherit(&ss->sites[i].base, &ss->sites[0].base);
-    for (unsigned i = 0; i < ss->nsites; i++)
-        for (unsigned j = 0; j < ss->sites[i].nlocs; j++)
-            inherit(&ss->sites[i].locs[j], &ss->sites[i].base);
+    bool failed = inherit(&ss->sites[0].base, &defaults) < 0;
+    for (unsigned i = 1; i < ss->nsites && !failed; i++)
+        failed = inherit(&ss->sites[i].base, &ss->sites[0].base) < 0;
+    for (unsigned i = 0; i < ss->nsites && !failed; i++)
+        for (unsigned j = 0; j < ss->sites[i].nlocs && !failed; j++)
+            failed = inherit(&ss->sites[i].locs[j], &ss->sites[i].base) < 0;
+    return failed ? oom("lfhttpd") : 0;
 }
 
 int site_set_check(const struct site_set *ss)

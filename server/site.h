@@ -112,8 +112,9 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
  * test) unless it is "". Returns 0 or -1 (message printed). */
 int site_add_builtins(struct site_set *ss, const char *test_prefix);
 
-/* Fill every unset setting from its parent and the built-in defaults. */
-void site_set_finish(struct site_set *ss);
+/* Fill every unset setting from its parent and the built-in defaults. Returns 0, or -1 when
+ * out of memory (message printed; the set can still be freed). */
+int site_set_finish(struct site_set *ss);
 /* After site_set_finish: the mistakes only the complete settings show (auth_basic without
  * auth_basic_user_file). Prints "FILE:LINE: reason" and returns -1 on the first. */
 int site_set_check(const struct site_set *ss);
