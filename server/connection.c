@@ -48,22 +48,22 @@ static const struct event_handler_ops conn_ops = { .handle_event = conn_on_event
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
-/* No memory for a new connection: answer 503 on the raw socket when the listener speaks plain
- * HTTP (a static response, nothing allocated; request bytes already there are read and dropped
- * first, so that the close does not reset the answer), then close. Best effort. */
-static void refuse_without_memory(const struct listener *l, int fd)
+/* A new connection that cannot be taken on (no memory for it, or for its registration):
+ * answer 503 on the raw socket when the listener speaks plain HTTP (a static response, nothing
+ * allocated; request bytes already there are read and dropped first, so that the close does
+ * not reset the answer). Best effort; the caller closes the socket. */
+static void refuse_raw(const struct listener *l, int fd)
 {
     static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
                                "Retry-After: 1\r\nConnection: close\r\n\r\n";
-    if (!l->addr.tls) {
-        char drain[4096];
-        for (int i = 0; i < 4 && recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0; i++)
-            ;
-        ssize_t n = send(fd, resp, sizeof(resp) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-        (void)n;
-        shutdown(fd, SHUT_WR);
-    }
-    close(fd);
+    if (l->addr.tls)
+        return;
+    char drain[4096];
+    for (int i = 0; i < 4 && recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0; i++)
+        ;
+    ssize_t n = send(fd, resp, sizeof(resp) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)n;
+    shutdown(fd, SHUT_WR);
 }
 
 int conn_create(struct server *srv, const struct listener *l, int fd,
@@ -71,7 +71,8 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c) {
-        refuse_without_memory(l, fd);
+        refuse_raw(l, fd);
+        close(fd);
         server_conn_closed(srv); /* the acceptor counted it */
         return -ENOMEM;
     }
@@ -121,6 +122,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     if (rc < 0) {
         log_error("epoll_ctl add: %s", strerror(-rc));
         atomic_store(&c->armed, ARMED_NO); /* the sweep must not touch it: never registered */
+        refuse_raw(l, fd);
         conn_close(c);
         return rc;
     }
