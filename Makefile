@@ -162,7 +162,7 @@ run: all
 
 # CONCURRENCY=half-sync-half-async|reuseport runs the suite under that strategy; TESTS=NAME
 # only the tests whose name (unit/test_x, or test_file.py::test_name) contains NAME.
-test: all unit
+test: all unit $(BUILD)/fault/libfault.so
 	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
 	    $(if $(TESTS),-k '$(TESTS)')
 
@@ -179,6 +179,12 @@ $(BUILD)/ceiling: bench/ceiling.c
 $(BUILD)/alloccount.so: bench/alloccount.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -fPIC -shared $< -o $@
+
+# tests/fault/fault.c: the LD_PRELOAD fault injector of the fault tests (tests/lib/fault.py).
+# Not instrumented: it forwards to whatever comes next (libc, or a sanitizer's interceptors).
+$(BUILD)/fault/libfault.so: tests/fault/fault.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE $(WARN) -fPIC -shared $< -ldl -o $@
 
 bench: all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py
