@@ -599,8 +599,9 @@ static int list_directory(struct http_exchange *ex)
     }
     size_t n = 0, cap = 64;
     struct dirent_info *ents = malloc(cap * sizeof(*ents));
+    bool short_of_memory = !ents; /* then the listing would miss entries: 503, not a lie */
     struct dirent *de;
-    while (ents && (de = readdir(d))) {
+    while (!short_of_memory && (de = readdir(d))) {
         if (de->d_name[0] == '.' && (!lc->hidden_files || !strcmp(de->d_name, ".") ||
                                      !strcmp(de->d_name, "..")))
             continue;
@@ -609,18 +610,26 @@ static int list_directory(struct http_exchange *ex)
             continue; /* dangling symlink or vanished */
         if (n == cap) {
             struct dirent_info *ne = realloc(ents, (cap *= 2) * sizeof(*ents));
-            if (!ne)
+            if (!ne) {
+                short_of_memory = true;
                 break;
+            }
             ents = ne;
         }
         ents[n++] = (struct dirent_info){ strdup(de->d_name), S_ISDIR(st.st_mode), st.st_size,
                                           st.st_mtim.tv_sec };
-        if (!ents[n - 1].name)
+        if (!ents[n - 1].name) {
             n--;
+            short_of_memory = true;
+        }
     }
     closedir(d);
-    if (!ents)
+    if (short_of_memory) {
+        for (size_t i = 0; i < n; i++)
+            free(ents[i].name);
+        free(ents);
         return 503;
+    }
 
     /* ?sort=name|size|mtime&order=asc|desc */
     tl_sort_key = 0;
@@ -692,8 +701,10 @@ static int list_directory(struct http_exchange *ex)
             close(fd);
         return 503;
     }
-    fflush(f);
-    int out = dup(fd);
+    /* stdio allocates its buffer on the first write: a listing it could not write is not
+     * sent half-written. */
+    bool written = fflush(f) == 0 && !ferror(f);
+    int out = written ? dup(fd) : -1;
     fclose(f);
     if (out < 0)
         return 503;
