@@ -22,15 +22,20 @@
  * mode then goes back to off by itself).
  *
  * The allocator is found with dlsym(RTLD_NEXT); allocations made while dlsym itself runs come
- * from a small static arena and are never freed. */
+ * from a small static arena and are never freed.
+ *
+ * To find which call a failure hit: LFHTTPD_FAULT_TRACE=1 prints the stack of every failed call
+ * on stderr (backtrace_symbols_fd: no allocation; run with addr2line or gdb on the binary). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -63,6 +68,7 @@ struct fault_ctl {
 };
 
 static struct fault_ctl *ctl;
+static bool trace;
 
 /* ---- the next definitions -------------------------------------------------------------------- */
 
@@ -158,6 +164,12 @@ static void resolve(void)
 __attribute__((constructor)) static void fault_init(void)
 {
     resolve();
+    const char *t = getenv("LFHTTPD_FAULT_TRACE");
+    if (t && *t && *t != '0') {
+        void *frames[2];
+        backtrace(frames, 2); /* loads what it needs now, not inside a failing malloc */
+        trace = true;
+    }
     const char *path = getenv("LFHTTPD_FAULT");
     if (!path || !*path)
         return;
@@ -213,8 +225,21 @@ static bool should_fail(enum point p, size_t size)
             __atomic_store_n(&c->mode, M_OFF, __ATOMIC_RELAXED);
         }
     }
-    if (fail)
+    if (fail) {
         __atomic_fetch_add(&c->failed[p], 1, __ATOMIC_RELAXED);
+        if (trace) {
+            static const char *const names[NPOINTS] = { "malloc", "calloc", "realloc",
+                                                        "memalign", "open", "accept", "pipe",
+                                                        "epoll_ctl", "spawn" };
+            void *frames[32];
+            int n = backtrace(frames, 32);
+            char line[64];
+            int len = snprintf(line, sizeof(line), "fault: %s failed here:\n", names[p]);
+            ssize_t w = write(2, line, (size_t)len);
+            (void)w;
+            backtrace_symbols_fd(frames, n, 2);
+        }
+    }
     return fail;
 }
 

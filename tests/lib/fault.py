@@ -14,7 +14,9 @@ counters are the server's own (atomic increments in the shared page)."""
 import mmap
 import os
 import struct
+import time
 
+from lib.probe import fd_count, rss_kib
 from lib.server import BUILD, REPO
 
 POINTS = ("malloc", "calloc", "realloc", "memalign", "open", "accept", "pipe", "epoll_ctl",
@@ -103,3 +105,61 @@ class Faults:
     def close(self):
         self._m.close()
         self._f.close()
+
+
+# ---- what a fault test checks afterwards --------------------------------------------------------
+
+def task_count(pid):
+    return len(os.listdir("/proc/%d/task" % pid))
+
+
+def settle(srv, timeout=10.0):
+    """Wait until the server's thread count has stopped changing (the pool threads are created
+    after the `listening` lines, and a fault armed before that would hit their creation)."""
+    from lib.server import T
+    deadline = time.monotonic() + T(timeout)
+    last, same = -1, 0
+    while time.monotonic() < deadline and same < 6:
+        n = task_count(srv.proc.pid)
+        same = same + 1 if n == last else 0
+        last = n
+        time.sleep(0.05)
+    return last
+
+
+class Baseline:
+    """Descriptors, threads and RSS of a settled server, to compare with after faults."""
+
+    def __init__(self, srv):
+        self.pid = srv.proc.pid
+        self.threads = settle(srv)
+        self.fds = fd_count(self.pid)
+        self.rss = rss_kib(self.pid)
+
+    def check(self, what, timeout=10.0):
+        """Descriptors and threads back to the baseline (waiting for closes in progress)."""
+        from lib.probe import wait_until
+        ok = wait_until(lambda: fd_count(self.pid) == self.fds and
+                        task_count(self.pid) == self.threads, timeout)
+        assert ok, "%s: %d descriptors and %d threads, baseline %d and %d; /proc/%d/fd: %s" % (
+            what, fd_count(self.pid), task_count(self.pid), self.fds, self.threads, self.pid,
+            _fd_targets(self.pid))
+        return rss_kib(self.pid)
+
+
+def _fd_targets(pid):
+    out = []
+    for n in sorted(os.listdir("/proc/%d/fd" % pid), key=int):
+        try:
+            out.append("%s->%s" % (n, os.readlink("/proc/%d/fd/%s" % (pid, n))))
+        except OSError:
+            pass
+    return ", ".join(out)
+
+
+def sanitizer_env(env):
+    """ASan keeps freed memory in a quarantine (256 MiB by default), which would read as RSS
+    growth; leaks are LeakSanitizer's job at exit in that build."""
+    opts = env.get("ASAN_OPTIONS", "")
+    env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "quarantine_size_mb=4"
+    return env
