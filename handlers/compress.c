@@ -285,6 +285,8 @@ struct compress_dir {
     unsigned refs;              /* under the compressor's lock */
     _Atomic int state;          /* DIR_*: probed by the first job that needs the directory */
     int fd;                     /* the directory (valid once DIR_OK is published) */
+    int rfd;                    /* opened at start-up if it existed: lookups before the probe
+                                 * (variants made by an earlier run are served at once) */
     bool tmpfile;               /* O_TMPFILE works there */
     pthread_mutex_t lock;       /* bytes, eviction and commits */
     uint64_t bytes;             /* of our files in it */
@@ -371,9 +373,13 @@ static struct fc_entry *disk_lookup(struct compress_loc *cl, struct fc_entry *e,
                                     enum fc_encoding enc)
 {
     struct compress_dir *d = cl->dir;
+    int state = atomic_load_explicit(&d->state, memory_order_acquire);
+    int dfd = state == DIR_OK ? d->fd : state == DIR_UNKNOWN ? d->rfd : -1;
+    if (dfd < 0)
+        return NULL;
     char name[KEY_HEX + 8];
     cache_name(cl, e, enc, name);
-    int fd = openat(d->fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
     if (fd < 0)
         return NULL;
     struct stat st;
@@ -413,7 +419,7 @@ static int cmp_mtime(const void *a, const void *b)
  * until `target` bytes are left. Compressor threads only, under d->lock. */
 static void dir_scan(struct compressor *cz, struct compress_dir *d, uint64_t max, uint64_t target)
 {
-    int fd = dup(d->fd);
+    int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* its own offset */
     DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
     if (!dir) {
         if (fd >= 0)
@@ -775,7 +781,7 @@ struct fc_entry *compress_want(struct compress_loc *cl, struct runtime *rt, stru
         atomic_store(&e->otf_state[enc], FC_OTF_DONE);
         return NULL;
     }
-    if (dir_state == DIR_OK && cl->dir)
+    if (cl->dir)
         v = disk_lookup(cl, e, enc);
     if (!v && dir_state == DIR_OK && e->body && (uint64_t)e->st.st_size <= COMPRESS_INLINE_MAX) {
         struct source src = { .mem = e->body, .size = (uint64_t)e->st.st_size };
@@ -856,6 +862,7 @@ static struct compress_dir *dir_get(struct compressor *cz, const char *path, uin
         strcpy(d->path, path);
         d->refs = 1;
         d->fd = -1;
+        d->rfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         atomic_store(&d->max_bytes, max);
         pthread_mutex_init(&d->lock, NULL);
         d->next = cz->dirs;
@@ -880,6 +887,8 @@ static void dir_put(struct compressor *cz, struct compress_dir *d)
     if (d) {
         if (d->fd >= 0)
             close(d->fd);
+        if (d->rfd >= 0)
+            close(d->rfd);
         pthread_mutex_destroy(&d->lock);
         free(d);
     }
@@ -986,6 +995,8 @@ void compress_shutdown(struct server *srv)
         cz->dirs = d->next;
         if (d->fd >= 0)
             close(d->fd);
+        if (d->rfd >= 0)
+            close(d->rfd);
         pthread_mutex_destroy(&d->lock);
         free(d);
     }
