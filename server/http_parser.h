@@ -44,6 +44,8 @@ struct http_parse {
     int state;                   /* internal: which header callback came last */
     bool saw_version;            /* internal: the request line had an HTTP-version */
     bool te_other;               /* internal: a Transfer-Encoding value other than chunked */
+    bool conn_close;             /* internal: a Connection field has the token "close" */
+    bool conn_keep_alive;        /* internal: ... the token "keep-alive" */
     unsigned te_fields;          /* internal: Transfer-Encoding field lines */
     size_t ext_name_len;         /* internal: length of the chunk extension name so far */
 };
