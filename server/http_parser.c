@@ -285,15 +285,15 @@ static int on_headers_complete(llhttp_t *p)
         return fail(p, 413, "request body too large");
     if (!req->has_body)
         req->expect_continue = false;
-    ps->body_seen = 0;
+    ps->body->seen = 0;
     return req->has_body ? HPE_PAUSED : 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
-    ps->body_seen += len;
-    if (ps->body_seen > ps->cfg->max_body_size)
+    ps->body->seen += len;
+    if (ps->body->seen > ps->cfg->max_body_size)
         return fail(p, 413, "request body too large");
     if (ps->on_body) {
         int st = ps->on_body(ps->body_arg, at, len);
@@ -421,7 +421,7 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
     ps->conn_close = false;
     ps->conn_keep_alive = false;
     ps->ext_name_len = 0;
-    ps->body_wire = 0;
+    ps->body->wire = 0;
     llhttp_reset(ps->parser);
     enum http_parse_result r = run(ps, data, len, consumed, true);
     if (r == HTTP_PARSE_INCOMPLETE && len > ps->cfg->max_head_size) {
@@ -449,8 +449,8 @@ enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, 
      * max_request_head on top of the body. */
     if (r == HTTP_PARSE_ERROR)
         return r;
-    ps->body_wire += *consumed;
-    if (ps->body_wire > ps->cfg->max_body_size + ps->cfg->max_head_size) {
+    ps->body->wire += *consumed;
+    if (ps->body->wire > ps->cfg->max_body_size + ps->cfg->max_head_size) {
         ps->status = 413;
         return HTTP_PARSE_ERROR;
     }
