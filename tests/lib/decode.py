@@ -1,18 +1,21 @@
 """Decoders for the compression tests: gzip from Python's standard library, Brotli and zstd
 from Debian's python3-brotli and python3-zstandard (tools/deps.sh, set `test`).
 
-Debian's modules live where Debian's interpreter finds them; when the interpreter running the
-tests is another one (a pyenv build, say), they are run in /usr/bin/python3, one process for a
-whole batch.
+Debian's modules live where Debian's interpreter finds them. When the interpreter running the
+tests is another build of the same Python version (a pyenv build, say), Debian's directory is
+appended to its path (after its own), since the extension modules fit its ABI; otherwise the
+decoders run in /usr/bin/python3, one process for a whole batch.
 
     decode(coding, data)          the decoded bytes ("br", "zstd", "gzip", or None: data)
     decode_many([(coding, data)]) the same for a batch, one child process at most
 """
 
 import base64
+import glob
 import gzip
 import json
 import subprocess
+import sys
 
 DEBIAN_PYTHON = "/usr/bin/python3"
 
@@ -32,6 +35,12 @@ for coding, data in json.load(sys.stdin):
         out.append({"error": "%s: %s" % (type(e).__name__, e)})
 json.dump(out, sys.stdout)
 """
+
+
+DEBIAN_PACKAGES = "/usr/lib/python3/dist-packages"
+if glob.glob("%s/_brotli.cpython-%d%d-*.so" % ((DEBIAN_PACKAGES,) + sys.version_info[:2])) \
+        and DEBIAN_PACKAGES not in sys.path:
+    sys.path.append(DEBIAN_PACKAGES)
 
 
 def _in_process(coding, data):
