@@ -442,7 +442,7 @@ static void dir_scan(struct compressor *cz, struct compress_dir *d, uint64_t max
                 break;
             items = ni;
         }
-        snprintf(items[n].name, sizeof(items[n].name), "%s", de->d_name);
+        memcpy(items[n].name, de->d_name, strlen(de->d_name) + 1); /* (length checked above) */
         items[n].size = (uint64_t)st.st_size;
         items[n].mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         n++;
