@@ -29,7 +29,7 @@ for set in "$@"; do
                 python3-brotli python3-zstandard" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
-                 lighttpd-mod-openssl valgrind strace" ;;
+                 lighttpd-mod-openssl lighttpd-mod-deflate libjs-jquery valgrind strace" ;;
     *) echo "deps: unknown set '$set' (build, test, fuzz, bench)" >&2; exit 2 ;;
     esac
 done
