@@ -535,3 +535,24 @@ def test_differential_against_nginx_gzip_on(tmpdir):
     finally:
         ngx.terminate()
         ngx.wait(timeout=10)
+
+
+def test_status_and_metrics_count_variants(tmpdir):
+    import json
+    s = _srv(tmpdir)
+    for coding in CODINGS:
+        check_variant(ae(s, "/small.html", coding), coding, SMALL)
+    wait_coding(s, "/page.html", "br")
+    ae(s, "/noise.txt", "gzip")       # in the background: not smaller
+    deadline = time.monotonic() + T(30)
+    while True:
+        z = json.loads(get(s, "/server-status?json").body)["compress"]
+        if z["not_smaller"] >= 1:
+            break
+        assert time.monotonic() < deadline, z
+        time.sleep(0.05)
+    assert z["made"] == {"br": 2, "zstd": 1, "gzip": 1}, z
+    assert z["bytes_in"] == 3 * len(SMALL) + len(PAGE) and 0 < z["bytes_out"] < z["bytes_in"], z
+    m = get(s, "/metrics").body.decode()
+    assert 'lfhttpd_compress_variants_total{coding="br"} 2' in m, m
+    assert re.search(r"(?m)^lfhttpd_compress_not_smaller_total 1$", m), m
