@@ -232,8 +232,11 @@ def kind_file_bytes(path):
 
 
 def run_load(srv, n, errors, counts, threads=3, tls=False):
-    """n requests of every kind in turn, from `threads` clients at once."""
-    ks = kinds(srv)
+    """n requests of every kind in turn, from `threads` clients at once. Not CGI: when two
+    allocations in a row fail in job_spawn, a script runs with neither its stdin nor its stdout
+    redirected (known_bug_cgi_spawn_file_actions_...); each allocation of a CGI request is
+    failed on its own by test_allocation_failing_at_each_point_of_each_request instead."""
+    ks = [k for k in kinds(srv) if not k[2].startswith("/cgi-bin/")]
     _FILES.update({"/kib.txt": srv.files["/kib.txt"], "/big.bin": srv.files["/big.bin"]})
     addr = srv.https if tls else srv.http
     lock = threading.Lock()
@@ -575,8 +578,10 @@ def known_bug_cgi_spawn_file_actions_failure_loses_the_request_body(tmpdir):
     (stdin) allocates the actions' array, so when that allocation fails the script is started
     without its stdin redirected: it reads the server's own stdin, never sees the request
     body, and the client gets a 200 with what the script made of no body (here, empty) instead
-    of a 503. The same unchecked calls could also leave stdout, stderr, the script descriptor
-    or the working directory unset."""
+    of a 503. When the next one's allocation fails too (each retries it), stdout is not
+    redirected either: the script writes into the server's own stdout (the access log, with
+    `access_log stdout`) and the client gets a 502 "no output". The same unchecked calls can
+    leave stderr, the script's descriptor or its working directory unset."""
     f = Faults(tmpdir)
     srv = _server(tmpdir, f)
     all_correct(srv)
