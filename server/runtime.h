@@ -15,6 +15,7 @@
 #include "config.h"
 
 struct file_cache;
+struct logfile;
 struct mime_table;
 struct server;
 struct tls_ctx;
@@ -27,6 +28,7 @@ struct runtime {
     struct file_cache *fc;
     struct tls_ctx *tls;        /* certificates of the TLS listeners; NULL without them */
     int access_fd;              /* -1 when the access log is off */
+    struct logfile *access_log; /* its lines, whole or lost (logfile.h); NULL when off */
 };
 
 /* Build a runtime from `cfg` (whose allocations it takes over, even on failure). Opens roots,
