@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "connection.h"
 #include "http_exchange.h"
+#include "log.h"
+#include "logfile.h"
 #include "netaddr.h"
 #include "runtime.h"
 
@@ -39,6 +42,12 @@ int access_log_open(struct runtime *rt)
         fprintf(stderr, "lfhttpd: access log %s: %s\n", t, strerror(errno));
         return -1;
     }
+    rt->access_log = malloc(sizeof(*rt->access_log));
+    if (!rt->access_log) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
+        return -1;
+    }
+    logfile_init(rt->access_log, rt->access_fd);
     return 0;
 }
 
@@ -52,11 +61,18 @@ int access_log_reopen(struct runtime *rt)
         return -errno;
     int rc = dup2(fd, rt->access_fd) < 0 ? -errno : 0;
     close(fd);
+    if (rc == 0)
+        logfile_reopened(rt->access_log);
     return rc;
 }
 
 void access_log_close(struct runtime *rt)
 {
+    if (rt->access_log) {
+        logfile_destroy(rt->access_log);
+        free(rt->access_log);
+        rt->access_log = NULL;
+    }
     if (rt->access_fd >= 0)
         close(rt->access_fd);
     rt->access_fd = -1;
@@ -220,6 +236,20 @@ static void access_log_emit(const struct http_exchange *ex)
         PUT_LIT(&l, "\"");
     }
     l.buf[l.len++] = '\n';
-    ssize_t n = write(rt->access_fd, l.buf, l.len);
-    (void)n; /* a full disk must not take the server down */
+    /* A full disk must not take the server down, nor tear a line, nor flood the error log:
+     * one line when lines start being lost, one when they are written again. */
+    int err = 0;
+    uint64_t lost = 0;
+    switch (logfile_write(rt->access_log, l.buf, l.len, &err, &lost)) {
+    case LOGFILE_FAILING:
+        log_error("access log %s: %s; its lines are lost until it can be written again",
+                  rt->cfg.access_log, strerror(err));
+        break;
+    case LOGFILE_RECOVERED:
+        log_notice("access log %s: written again; %llu line(s) were lost (%s)",
+                   rt->cfg.access_log, (unsigned long long)lost, strerror(err));
+        break;
+    default:
+        break;
+    }
 }
