@@ -272,3 +272,56 @@ def test_error_log_on_a_full_disk(tmpdir):
     for l in complaints:                   # whole lines, not pieces of two
         assert re.search(rb"complaint \d+x{150}$", l), l
     base.check("after the error log's disk filled up")
+
+
+def _gzip_get(srv, path):
+    import zlib
+    with Conn(srv) as c:
+        c.send(req("GET", path, headers=[("Accept-Encoding", "gzip")]))
+        r = c.read_response()
+    body = r.body
+    if r.header("Content-Encoding") == "gzip":
+        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    return r.status, r.header("Content-Encoding"), body
+
+
+def test_compression_cache_directory_on_a_full_disk(tmpdir):
+    """compress_cache_dir on a disk that fills up: every response stays right (identity, or
+    gzip that decodes to the file), one line says the directory is given up, and nothing but
+    complete variants is ever left in it; once there is room, a reload takes it up again."""
+    import zlib
+    srv = _server(tmpdir, ["compress_cache_dir MNT/zc", "compress_min_size 1k"], size="2m")
+    texts = {}
+    for i in range(12):
+        data = ("".join("line %d of file %d: %s\n" % (k, i, "lorem ipsum " * (k % 7))
+                        for k in range(150))).encode()
+        with open(os.path.join(srv.tree.root, "t%02d.txt" % i), "wb") as f:
+            f.write(data)
+        texts["/t%02d.txt" % i] = data
+    zc = inside(srv, srv.mnt + "/zc")
+    for p in list(texts)[:2]:            # two variants made and kept while there is room
+        assert _gzip_get(srv, p)[2] == texts[p]
+        assert wait_until(lambda: _gzip_get(srv, p)[1] == "gzip", 10)
+    assert wait_until(lambda: os.path.isdir(zc) and len(os.listdir(zc)) == 2, 5)
+    base = Baseline(srv)                  # the directory is open now
+    fill(srv, leave=0)
+    for rnd in range(3):
+        for p, data in texts.items():
+            status, enc, body = _gzip_get(srv, p)
+            assert status == 200 and body == data, (p, status, enc)
+        time.sleep(0.2)
+    assert wait_until(lambda: "compress_cache_dir" in srv.stderr, 5), srv.stderr
+    assert srv.stderr.count("compress_cache_dir") == 1, srv.stderr
+    for name in os.listdir(zc):           # complete variants only, never a piece of one
+        with open(os.path.join(zc, name), "rb") as f:
+            assert zlib.decompress(f.read(), 16 + zlib.MAX_WBITS) in texts.values(), name
+
+    os.unlink(inside(srv, srv.mnt + "/filler"))
+    srv.signal(signal.SIGHUP)
+    assert wait_until(lambda: "configuration reloaded" in srv.stderr, 5)
+    late = list(texts)[-1]
+    assert wait_until(lambda: _gzip_get(srv, late)[1] == "gzip", 10), \
+        "no gzip variant after the reload"
+    for p, data in texts.items():
+        assert _gzip_get(srv, p)[2] == data
+    base.check("after the cache directory filled up")
