@@ -12,6 +12,8 @@
 #                             installs podman and makes a local base image when missing)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
 #   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
+#   make soak                 mixed checked traffic, reloads and log rotations for SOAK_SECONDS
+#                             (default 600); fails on growth or on any error a client sees
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
 #                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run): docs/PERFORMANCE.md
 #
@@ -26,9 +28,9 @@
 # starts make again with the same goals and variables; that second make sees the machine as
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
-DEPS_GOALS := run test fuzz fuzz-run container-test bench
+DEPS_GOALS := run test fuzz fuzz-run container-test bench soak
 DEPS_SETS  := build \
-    $(if $(filter test fuzz-run container-test,$(MAKECMDGOALS)),test) \
+    $(if $(filter test fuzz-run container-test soak,$(MAKECMDGOALS)),test) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
     $(if $(filter bench,$(MAKECMDGOALS)),bench)
 
@@ -106,7 +108,8 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZERS := fuzz_request fuzz_connection fuzz_config
 FUZZ_SECONDS ?= 60
 
-.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test bench
+.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test bench \
+        soak
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -168,6 +171,12 @@ test: all unit $(BUILD)/fault/libfault.so
 
 container-test:
 	@bash tests/container/run.sh
+
+# The soak (tests/soak.py): samples and a summary in $(BUILD)/soak/; the last line is
+# "N passed, N failed", one per check.
+SOAK_SECONDS ?= 600
+soak: all
+	@python3 tests/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS)
 
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).
