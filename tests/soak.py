@@ -635,7 +635,7 @@ class Soak:
             json.dump(summary, f, indent=1)
         print("requests by client: %s" % json.dumps(self.counts, sort_keys=True))
         print("TLS: %d of %d offered sessions resumed" % (self.resumed, self.resume_tries))
-        lines = summary["error_log_errors"]
+        lines = [l for l in self.srv.stderr.splitlines() if "[error]" in l]
         kinds = {}
         for l in lines:
             k = re.sub(r"^\S+ \[error\] ", "", l)
