@@ -1,8 +1,9 @@
 /* test_handle_set.c — unit tests for server/handle_set.c: the EPOLLONESHOT contract the pool
  * relies on. A reported handle stays silent until it is re-armed, whatever arrives meanwhile;
- * re-arming a handle that is still ready reports it again at once (level-triggered); a
- * hang-up is reported (EPOLLRDHUP is always added); and with several threads waiting on one set,
- * every event goes to exactly one of them. */
+ * re-arming a handle that is still ready reports it again at once (level-triggered); a handle
+ * is woken for what it asked for and nothing else (a half-closed peer does not wake a handle
+ * waiting to write); and with several threads waiting on one set, every event goes to exactly
+ * one of them. */
 #include "handle_set.h"
 #include "test.h"
 
@@ -156,12 +157,25 @@ int main(void)
     n = hs_wait(&hs, ev, 4, 1000);
     ok(n == 1 && ev[0].data.ptr == &s && (ev[0].events & EPOLLOUT) && !(ev[0].events & EPOLLIN),
        "EPOLLOUT reported (and not EPOLLIN)");
-    /* Hang-up: EPOLLRDHUP is part of every registration. */
-    is_int(hs_rearm(&hs, &s, EPOLLIN), 0, "re-armed for reading");
+    /* A half-closed peer: reported as exactly what the handle asked for. */
     shutdown(sp[1], SHUT_WR);
+    is_int(hs_rearm(&hs, &s, EPOLLIN), 0, "re-armed for reading");
+    n = hs_wait(&hs, ev, 4, 1000);
+    ok(n == 1 && ev[0].data.ptr == &s && (ev[0].events & EPOLLIN) &&
+           !(ev[0].events & EPOLLRDHUP),
+       "the peer's half-close wakes a reader (EPOLLIN, no EPOLLRDHUP it did not ask for)");
+    is_int(hs_rearm(&hs, &s, EPOLLIN | EPOLLRDHUP), 0, "re-armed for reading and hang-ups");
     n = hs_wait(&hs, ev, 4, 1000);
     ok(n == 1 && ev[0].data.ptr == &s && (ev[0].events & EPOLLRDHUP),
-       "the peer's half-close is reported as EPOLLRDHUP");
+       "asked for, the half-close is reported as EPOLLRDHUP");
+    /* Waiting only to write, with the socket buffer full and the peer half-closed and not
+     * reading: silent (a hang-up it did not ask for would report it at every re-arm). */
+    char junk[4096];
+    memset(junk, 'j', sizeof(junk));
+    while (write(sp[0], junk, sizeof(junk)) > 0)
+        ;
+    is_int(hs_rearm(&hs, &s, EPOLLOUT), 0, "re-armed for writing with the buffer full");
+    is_int(hs_wait(&hs, ev, 4, 50), 0, "a writer is not woken by the peer's half-close");
 
     /* Deleted handles are never reported; re-arming one fails. */
     is_int(hs_del(&hs, &a), 0, "hs_del");
