@@ -28,7 +28,7 @@ what they were after the warm-up; error-log lines at level error other than the 
 abandoning clients cause. The machine is shared, so nothing is judged by speed.
 
 Known bug, counted apart (until handlers/cgi.c is fixed; --strict counts it as a failure):
-job_spawn's file actions dup2() the script onto descriptor 3 and only then fchdir() to the
+spawn_script's file actions dup2() the script onto descriptor 3 and only then fchdir() to the
 script's directory, whose descriptor may itself be 3 once a reload has closed the first
 runtime's root (descriptor 3 at start-up): fchdir fails with ENOTDIR and the request gets a
 500 ("cannot start: Not a directory" in the error log). A CGI 500 is put down to it only as

@@ -289,7 +289,7 @@ def test_every_death_at_once(tmpdir):
 
 def known_bug_cgi_script_directory_on_descriptor_3_after_a_reload(tmpdir):
     """Known bug in handlers/cgi.c (left for its rewrite; not collected: rename to test_ once
-    fixed). job_spawn's file actions are: dup2 stdin, stdout, stderr onto 0, 1, 2, dup2 the
+    fixed). spawn_script's file actions are: dup2 stdin, stdout, stderr onto 0, 1, 2, dup2 the
     script onto 3, then fchdir to the script's directory. Descriptor 3 is the first runtime's
     root at start-up; once a reload has freed it, the descriptor of a script's directory
     (opened per request) can be 3: the dup2 replaces it with the script before the fchdir,

@@ -113,7 +113,7 @@ def fill(srv, leave=0):
 
 def long_get(srv, i):
     """A request whose access-log line is long (about 3 KiB), so lines cross pages."""
-    path = "/nope-%05d-%s" % (i, "y" * 3000)
+    path = "/nope-%05d/%s" % (i, "/".join(["y" * 200] * 15))   # (a segment <= NAME_MAX)
     with Conn(srv) as c:
         c.send(req("GET", path, headers=[("User-Agent", "faults-%d" % i)]))
         return c.read_response().status
