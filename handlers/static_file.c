@@ -70,8 +70,10 @@ static int static_generation_init(struct runtime *rt, void **state, char *err, s
 static void static_generation_free(void *state)
 {
     struct static_generation *g = state;
-    fc_destroy(g->fc);
-    mime_table_free(g->mime);
+    if (g->fc)
+        fc_destroy(g->fc);
+    if (g->mime)
+        mime_table_free(g->mime);
     free(g);
 }
 
