@@ -155,19 +155,19 @@ int main(void)
     mistake("no value", "threads\n", 1, "'threads' takes exactly one value");
     mistake("site directive without value", "root\n", 1, "'root' takes exactly one value");
     mistake("log level", "log_level loud\n", 1,
-            "invalid log level 'loud' (error, warn, notice, info, debug)");
+            "invalid log_level 'loud' (error, warn, notice, info, debug)");
     mistake("concurrency", "concurrency lots\n", 1,
             "invalid concurrency 'lots' (leader-followers, half-sync-half-async or reuseport)");
     mistake("access_log_format", "access_log_format xml\n", 1,
             "invalid access_log_format 'xml' (combined or json)");
     mistake("real_ip_header", "real_ip_header X-Real-IP\n", 1,
             "invalid real_ip_header 'X-Real-IP' (X-Forwarded-For or Forwarded)");
-    mistake("on/off", "tls_redirect_http maybe\n", 1, "'tls_redirect_http' takes on or off");
-    mistake("site on/off", "etag maybe\n", 1, "'etag' takes on or off, not 'maybe'");
+    mistake("on/off", "tls_redirect_http maybe\n", 1, "invalid tls_redirect_http 'maybe' (on or off)");
+    mistake("site on/off", "etag maybe\n", 1, "invalid etag 'maybe' (on or off)");
     mistake("hidden_files", "hidden_files show\n", 1,
-            "'hidden_files' takes deny or allow, not 'show'");
+            "invalid hidden_files 'show' (deny or allow)");
     mistake("follow_symlinks", "follow_symlinks some\n", 1,
-            "'follow_symlinks' takes inside, any or off, not 'some'");
+            "invalid follow_symlinks 'some' (inside, any or off)");
     mistake("listen address", "listen nowhere:http\n", 1,
             "invalid listen address 'nowhere:http' (expected ADDR:PORT or [V6]:PORT)");
     mistake("listen port", "listen 127.0.0.1:70000\n", 1,
@@ -228,9 +228,9 @@ int main(void)
     mistake("error_page status", "error_page 200 /e.html\n", 1,
             "invalid status '200' for 'error_page' (400..599)");
     mistake("error_page path", "error_page 404 e.html\n", 1, "'error_page' takes STATUS... /PATH");
-    mistake("default_type", "default_type text\n", 1, "invalid media type 'text'");
+    mistake("default_type", "default_type text\n", 1, "invalid 'default_type' value 'text'");
     mistake("auth_basic realm", "auth_basic \"a\\\"b\"\n", 1,
-            "invalid realm (no quotes, backslashes or control characters)");
+            "invalid 'auth_basic' value 'a\"b'");
     mistake("unknown handler", "handler php\n", 1, "unknown handler 'php'");
     mistake("handler with two arguments", "handler cgi a b\n", 1,
             "'handler' takes a type and an optional argument");
@@ -265,7 +265,7 @@ int main(void)
     mistake("unclosed location", "server a.test {\n}\nlocation /x/ {\netag off\n", 3,
             "'location' block opened here is not closed");
     mistake("mistake inside a location", "server a.test {\n    location /a/ {\n"
-            "        etag maybe\n    }\n}\n", 3, "'etag' takes on or off, not 'maybe'");
+            "        etag maybe\n    }\n}\n", 3, "invalid etag 'maybe' (on or off)");
 
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
