@@ -165,7 +165,9 @@ run: all
 
 # CONCURRENCY=half-sync-half-async|reuseport runs the suite under that strategy; TESTS=NAME
 # only the tests whose name (unit/test_x, or test_file.py::test_name) contains NAME.
-test: all unit $(BUILD)/fault/libfault.so
+# With TESTS, only the unit tests it selects are built (run.py names them unit/test_x).
+TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(findstring $(TESTS),unit/$(notdir $(b))),$(b))),$(UNIT_BINS))
+test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so
 	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
 	    $(if $(TESTS),-k '$(TESTS)')
 
