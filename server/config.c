@@ -55,6 +55,7 @@ static void config_defaults(struct config *cfg)
     cfg->drain_timeout = 30000;
     cfg->cgi_timeout = 30000;
     cfg->cgi_max = 64;
+    cfg->compress_dynamic_max = 64;
     snprintf(cfg->cgi_env_pass[0], sizeof(cfg->cgi_env_pass[0]), "PATH");
     cfg->ncgi_env_pass = 1;
     if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||

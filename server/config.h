@@ -93,6 +93,7 @@ struct config {
     /* CGI (handlers/cgi.c). */
     unsigned cgi_timeout;      /* ms a script may run before its process group is killed */
     unsigned cgi_max;          /* scripts running at once; more -> 503 */
+    unsigned compress_dynamic_max; /* streamed responses compressed at once; more: identity */
     char cgi_env_pass[CONFIG_MAX_ENV_PASS][64]; /* server environment variables scripts get */
     unsigned ncgi_env_pass;
 

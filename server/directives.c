@@ -721,6 +721,9 @@ const struct directive directive_table[] = {
     { "compress_cache_dir", IN_ANY, ONE, d_path_or_off, LOC(compress_cache_dir), 0, 0, 0, 0 },
     { "compress_cache_size", IN_ANY, ONE, d_number,
       NUM(LOC(compress_cache_size), F_I64, U_SIZE, 64 * 1024, INT64_MAX / 1024) },
+    { "compress_dynamic", IN_ANY, ONE, d_onoff, LOC(compress_dynamic), F_INT, 0, 0, 0 },
+    { "compress_dynamic_max", IN_TOP, ONE, d_number,
+      NUM(TOP(compress_dynamic_max), F_UNSIGNED, U_COUNT, 0, 100000) },
 };
 const size_t directive_count = sizeof(directive_table) / sizeof(directive_table[0]);
 

@@ -82,7 +82,7 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     rt->generation = generation;
     rt->access_fd = -1;
     atomic_store_explicit(&rt->refs, 1, memory_order_relaxed);
-    if (handlers_generation_init(rt) < 0)
+    if (handlers_generation_init(srv, rt) < 0)
         goto fail;
     struct site_set *ss = &rt->cfg.sites;
     for (unsigned i = 0; i < ss->nsites; i++) {
