@@ -68,9 +68,10 @@ def _stage(tmpdir):
         dst = os.path.join(tree, f)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy2(os.path.join(REPO, f), dst)
-    objs = os.path.join(REPO, "build", "obj")
-    if os.path.isdir(objs):
-        shutil.copytree(objs, os.path.join(tree, "build", "obj"))
+    for sub in ("obj", "tests"):     # the library's objects, the unit-test binaries
+        built = os.path.join(REPO, "build", sub)
+        if os.path.isdir(built):
+            shutil.copytree(built, os.path.join(tree, "build", sub))
     fake = os.path.join(tmpdir, "fake")
     bindir = os.path.join(fake, "bin")
     os.makedirs(bindir)
