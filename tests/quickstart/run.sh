@@ -49,8 +49,10 @@ t0=$SECONDS
 ok()   { pass=$((pass + 1)); echo "ok   - $*"; }
 bad()  { fail=$((fail + 1)); echo "FAIL - $*"; }
 note() { echo "# $*"; }
+DURATIONS=""
+took() { DURATIONS="$DURATIONS, $1 $2 s"; }  # took STEP SECONDS: for the last lines
 summary() {
-    echo "# total $((SECONDS - t0)) s"
+    echo "# durations: ${DURATIONS#, }${DURATIONS:+; }total $((SECONDS - t0)) s"
     echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
     [ "$fail" -eq 0 ]
 }
@@ -140,6 +142,7 @@ CPID=$(podman inspect --format '{{.State.Pid}}' "$C")
 echo /root >"$TMP/cwd0"
 podman cp "$TMP/cwd0" "$C:/tmp/.quickstart-cwd" >/dev/null 2>&1 || fatal "podman cp failed"
 ok "image: podman ready, a container from $IMAGE running ($((SECONDS - s)) s)"
+took image $((SECONDS - s))
 
 # A foreground line, as the README says it, in the working directory the previous line left.
 # exec_line TIMEOUT LINE LOG: the exit status of the line (124: timed out)
@@ -169,11 +172,13 @@ s=$SECONDS
 for ((i = 0; i < clone_at; i++)); do
     step_line "prerequisites" "${LINES[$i]}" "$LINE_TIMEOUT" || fatal "a prerequisite line failed"
 done
-note "prerequisites: $((SECONDS - s)) s"
+took prerequisites $((SECONDS - s))
 
 line=$(sed -E 's#^(git clone( +-[^ ]+)*) +[^ -][^ ]*#\1 '"$BUNDLE"'#' <<<"${LINES[$clone_at]}")
 note "the clone line, with the bundle of $COMMIT for the repository: $line"
+s=$SECONDS
 step_line "clone" "$line" "$LINE_TIMEOUT" || fatal "git clone failed"
+took clone $((SECONDS - s))
 head=$(podman exec "$C" bash -c 'cd "$(cat /tmp/.quickstart-cwd)" && git rev-parse HEAD' 2>&1)
 [ "$head" = "$COMMIT" ] || fatal "after the clone line the shell is not in a clone of $COMMIT ($head)"
 for ((i = clone_at + 1; i < run_at; i++)); do
@@ -207,6 +212,7 @@ if [ -z "$served" ]; then
     fatal "make run did not serve the default site"
 fi
 ok "make run to the first 200 from $URL ($served s): $line"
+took "make run to the first 200" "$served"
 if cmp -s "$TMP/body" "$TMP/index.html"; then
     ok "GET $URL is www/index.html of $COMMIT, byte for byte"
 else
@@ -245,13 +251,16 @@ s=$SECONDS
 exec_line "$TEST_TIMEOUT" "$line" "$TMP/make-test.log"
 rc=$?
 dur=$((SECONDS - s))
+took "make test" "$dur"
 summ=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/make-test.log" | tail -n 1)
 if [ "$rc" -eq 0 ] && [[ "$summ" =~ ^[1-9][0-9]*\ passed,\ 0\ failed ]]; then
     ok "make test ($dur s): $summ"
 else
     [ "$rc" -eq 124 ] && rc="timed out after $TEST_TIMEOUT s" || rc="exit $rc"
     bad "make test ($rc, $dur s): ${summ:-no summary line}"
-    grep -E '^FAIL' "$TMP/make-test.log" | head -n 40 | sed 's/^/  | /'
+    # the failures with their details (run.py indents them under the FAIL line)
+    awk '/^FAIL/ { p = 1; print; next } p && /^ / { print; next } { p = 0 }' \
+        "$TMP/make-test.log" | head -n 200 | sed 's/^/  | /'
     tail_log "$TMP/make-test.log" 60
 fi
 for ((i = test_at + 1; i < ${#LINES[@]}; i++)); do
