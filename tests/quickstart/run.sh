@@ -23,14 +23,21 @@
 # deadline from its start), `setsid` (make run in a process group of its own) and the stop.
 # No retry anywhere: a failed or timed-out step fails the stage and prints the tail of its log.
 #
-# The container: the default podman bridge network (its own network namespace: no port on the
-# host is taken), `--init` (a reaping PID 1, as systemd is on a server: the tests leave orphans
-# behind) and a 1 GiB /dev/shm (a server's is half its memory; podman's default 64 MB is too
-# small for the headless Chromium of test_status.py).
+# The container is as close to a server as podman makes it: the default podman bridge network
+# (its own network namespace: no port on the host is taken, and the apt mirror is reached
+# through it), `--init` (PID 1 reaps orphaned processes, as systemd does on a server; `sleep`
+# as PID 1 would leave them as zombies that still show in /proc) and a 1 GiB /dev/shm (a
+# server's is a tmpfs of half its memory; podman's default is 64 MB; headless Chromium was also
+# seen to work with 64 MB). Root in the container has podman's default capabilities, enough
+# for the tests that switch users.
+#
+# The clone line's substitution replaces the first word after `git clone` that does not start
+# with `-`: options before the repository must be written `--name=value`.
 #
 # Prints the duration of each step (image, prerequisites, clone, make run to the first 200,
 # make test) and the total. Ends with "N passed, N failed" (one check per step); exits non-zero
-# if anything failed. Removes its container; keeps the fresh base image (reused when present).
+# if anything failed. Removes its container; keeps the fresh base image (reused when present;
+# `podman rmi localhost/lfhttpd-fresh:bookworm` has the next run make it again, upgraded).
 set -uo pipefail
 SELF=$(readlink -f "$0")
 cd "$(dirname "$SELF")/../.."
@@ -58,12 +65,16 @@ summary() {
 }
 fatal() { # a failure that makes the rest meaningless
     bad "$*"
+    give_up
+}
+give_up() { # after a failed step the next ones cannot run
+    note "the steps after this one did not run"
     summary
     exit 1
 }
-tail_log() { # tail_log FILE: the end of a step's log, indented
+tail_log() { # tail_log FILE [N]: the end of a step's log, indented, long lines cut
     echo "  --- last lines of the log:"
-    tail -n "${2:-40}" "$1" | sed 's/^/  | /'
+    tail -n "${2:-40}" "$1" | cut -c 1-300 | sed 's/^/  | /'
 }
 
 # podman runs rootful (CONTAINERS.md): as root, or again under sudo
@@ -123,8 +134,9 @@ missing=""
 [ -n "$run_at" ] || missing="$missing, a 'make run' line"
 [ -n "$test_at" ] || missing="$missing, a 'make test' line"
 [ -n "$URL" ] || missing="$missing, the URL to open (<http://…>)"
-if [ -n "$missing" ] || [ "$clone_at" -gt "$run_at" ] || [ "$run_at" -gt "$test_at" ]; then
-    fatal "README.md's quick start: expected git clone, make run, make test in that order; missing${missing#,}"
+[ -n "$missing" ] && fatal "README.md's quick start has no${missing#,}"
+if [ "$clone_at" -gt "$run_at" ] || [ "$run_at" -gt "$test_at" ]; then
+    fatal "README.md's quick start: git clone, make run and make test are not in that order"
 fi
 ok "README.md's quick start has a clone line, make run, make test and the URL $URL"
 
@@ -170,19 +182,19 @@ step_line() { # step_line NAME LINE TIMEOUT: one foreground line, one check
 # ---- 2. prerequisites and the clone ----------------------------------------------------------
 s=$SECONDS
 for ((i = 0; i < clone_at; i++)); do
-    step_line "prerequisites" "${LINES[$i]}" "$LINE_TIMEOUT" || fatal "a prerequisite line failed"
+    step_line "prerequisites" "${LINES[$i]}" "$LINE_TIMEOUT" || give_up
 done
 took prerequisites $((SECONDS - s))
 
 line=$(sed -E 's#^(git clone( +-[^ ]+)*) +[^ -][^ ]*#\1 '"$BUNDLE"'#' <<<"${LINES[$clone_at]}")
 note "the clone line, with the bundle of $COMMIT for the repository: $line"
 s=$SECONDS
-step_line "clone" "$line" "$LINE_TIMEOUT" || fatal "git clone failed"
+step_line "clone" "$line" "$LINE_TIMEOUT" || give_up
 took clone $((SECONDS - s))
 head=$(podman exec "$C" bash -c 'cd "$(cat /tmp/.quickstart-cwd)" && git rev-parse HEAD' 2>&1)
 [ "$head" = "$COMMIT" ] || fatal "after the clone line the shell is not in a clone of $COMMIT ($head)"
 for ((i = clone_at + 1; i < run_at; i++)); do
-    step_line "before make run" "${LINES[$i]}" "$LINE_TIMEOUT" || fatal "a line before make run failed"
+    step_line "before make run" "${LINES[$i]}" "$LINE_TIMEOUT" || give_up
 done
 
 # ---- 3. make run: the default site, then SIGTERM ---------------------------------------------
@@ -209,7 +221,7 @@ if [ -z "$served" ]; then
         bad "make run exited ($?) before $URL answered 200 ($((SECONDS - s)) s): $line"
     fi
     tail_log "$TMP/make-run.log"
-    fatal "make run did not serve the default site"
+    give_up
 fi
 ok "make run to the first 200 from $URL ($served s): $line"
 took "make run to the first 200" "$served"
@@ -242,7 +254,7 @@ else
 fi
 
 for ((i = run_at + 1; i < test_at; i++)); do
-    step_line "before make test" "${LINES[$i]}" "$LINE_TIMEOUT" || fatal "a line before make test failed"
+    step_line "before make test" "${LINES[$i]}" "$LINE_TIMEOUT" || give_up
 done
 
 # ---- 4. make test ----------------------------------------------------------------------------
