@@ -12,7 +12,7 @@
 #                                (tests/quickstart/run.sh): debootstrap's default variant
 #                                (required + important, what the installer puts on a server
 #                                before tasks), nothing trimmed, no -slim settings.
-#                                About 2 minutes; about 250 MB.
+#                                About 3.5 minutes (2 cores, other load); about 210 MB.
 #   --tag IMAGE                  another name for the image made.
 #
 # Both: from the host's own apt mirror, with the host's apt sources (main, -updates,

@@ -14,7 +14,7 @@
 #        fresh  localhost/lfhttpd-fresh:bookworm, a fresh bookworm server
 #               (tests/quickstart/run.sh)
 #
-# No registry is needed or contacted. Run as root. Prints `# ` notes on stdout; on failure,
+# No container registry is needed or contacted. Run as root. Prints `# ` notes on stdout; on failure,
 # one `podman-setup: reason` line on stderr and exit status 1. Used by tests/container/run.sh
 # and tests/quickstart/run.sh (see ../shared/CONTAINERS.md for why each setting is there).
 set -uo pipefail
