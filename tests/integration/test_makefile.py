@@ -165,6 +165,12 @@ def test_make_test_passes_the_first_time_llhttp_is_installed(tmpdir):
     assert _installed(env), "make test did not install node-llhttp (apt-get log)"
 
 
+# Each runs a whole make (and the second a test run) while the suite goes on beside it: their
+# own deadlines above, not the runner's default, bound them.
+test_make_run_serves_the_site_the_first_time_llhttp_is_installed.timeout = 360
+test_make_test_passes_the_first_time_llhttp_is_installed.timeout = 360
+
+
 def test_deps_as_a_prerequisite_is_refused(tmpdir):
     """A goal added later with `deps` as a prerequisite would install too late for its own make:
     the Makefile refuses it, on every machine, so the mistake cannot land."""
