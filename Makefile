@@ -10,6 +10,8 @@
 #   make deps                 install the missing Debian packages of the build and the tests
 #   make container-test       build the container image with podman and test it (as root;
 #                             installs podman and makes a local base image when missing)
+#   make quickstart-test      the README's quick start, line by line, in a fresh bookworm
+#                             container: make run serves, make test passes (as root; podman)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
 #   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
@@ -26,9 +28,9 @@
 # starts make again with the same goals and variables; that second make sees the machine as
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
-DEPS_GOALS := run test fuzz fuzz-run container-test bench
+DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench
 DEPS_SETS  := build \
-    $(if $(filter test fuzz-run container-test,$(MAKECMDGOALS)),test) \
+    $(if $(filter test fuzz-run container-test quickstart-test,$(MAKECMDGOALS)),test) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
     $(if $(filter bench,$(MAKECMDGOALS)),bench)
 
@@ -106,7 +108,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZERS := fuzz_request fuzz_connection
 FUZZ_SECONDS ?= 60
 
-.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test bench
+.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test quickstart-test bench
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -168,6 +170,9 @@ test: all unit
 
 container-test:
 	@bash tests/container/run.sh
+
+quickstart-test:
+	@bash tests/quickstart/run.sh
 
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).

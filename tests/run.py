@@ -11,8 +11,10 @@
    `tmpdir` a fresh temporary directory.  Each file runs in its own worker
    process (its own process group, so leftover servers are killed with
    it); files run N at a time (-j, default 2).  Each test has a timeout
-   (default 60 s, x3 for sanitizer builds).  Every server a test started is
-   stopped afterwards and its stderr checked for sanitizer reports.
+   (default 60 s, x3 for sanitizer builds; a test whose own work needs
+   longer, such as a whole make, says so with `test_x.timeout = SECONDS`,
+   scaled the same way).  Every server a test started is stopped afterwards
+   and its stderr checked for sanitizer reports.
 
 The last line of output is always `N passed, N failed`; exit status 1 if
 anything failed.
@@ -168,7 +170,8 @@ def worker_main(args):
     for idx, (name, fn) in enumerate(tests):
         if idx < args.skip:
             continue
-        emit(ev="start", name=name)
+        limit = max(args.timeout, S.T(getattr(fn, "timeout", 0)))
+        emit(ev="start", name=name, timeout=limit)
         t0 = time.monotonic()
         tmpdirs = []
         fixture_srv = None
@@ -176,7 +179,7 @@ def worker_main(args):
         captured = io.StringIO()
         try:
             with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-                signal.setitimer(signal.ITIMER_REAL, args.timeout)
+                signal.setitimer(signal.ITIMER_REAL, limit)
                 try:
                     kwargs = {}
                     for p in inspect.signature(fn).parameters:
@@ -274,8 +277,10 @@ def report(fname, name, ok, dur, reason="", detail=""):
 def run_file(path, args, env, counter):
     fname = os.path.basename(path)
     skip = 0
-    hard = args.timeout * 1.5 + 30   # backstop if the in-worker alarm cannot fire
+    def backstop(limit):    # if the in-worker alarm cannot fire
+        return limit * 1.5 + 30
     while True:
+        hard = backstop(args.timeout)
         r, w = os.pipe()
         log = tempfile.TemporaryFile()
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", path,
@@ -312,12 +317,14 @@ def run_file(path, args, env, counter):
                         names = ev["names"]
                     elif ev["ev"] == "start":
                         current = ev["name"]
+                        hard = backstop(ev.get("timeout", args.timeout))
                         started = time.monotonic()
                     elif ev["ev"] == "end":
                         counter.add(1 if ev["ok"] else 0, 0 if ev["ok"] else 1)
                         report(fname, ev["name"], ev["ok"], ev["dur"], ev.get("reason", ""),
                                ev.get("detail", ""))
                         current = None
+                        hard = backstop(args.timeout)
                         done += 1
                         started = time.monotonic()
             if not eof and time.monotonic() - started > hard:
