@@ -82,6 +82,15 @@ int config_parse_listen(const char *s, struct listen_addr *la)
     const char *port;
     memset(la, 0, sizeof(*la));
     snprintf(la->text, sizeof(la->text), "%s", s);
+    if (!strncmp(s, "systemd:", 8)) { /* a socket passed by systemd, by FileDescriptorName= */
+        const char *name = s + 8;
+        size_t n = strlen(name);
+        if (!n || n >= sizeof(la->fdname) ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@-") != n)
+            return -EINVAL;
+        memcpy(la->fdname, name, n + 1);
+        return 0;
+    }
     if (s[0] == '[') {
         const char *end = strchr(s, ']');
         if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
@@ -360,7 +369,7 @@ static int apply_directive(struct config *cfg, const char *where, unsigned line,
             return -1;
         }
         if (config_parse_listen(args[0], &cfg->listen[cfg->nlisten]) < 0) {
-            fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT or [V6]:PORT)\n",
+            fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT or systemd:NAME)\n",
                     where, args[0]);
             return -1;
         }
