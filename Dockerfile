@@ -11,7 +11,7 @@
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev \
+        gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -34,7 +34,7 @@ FROM debian:bookworm-slim
 # `-e LFHTTPD_HEALTHCHECK_PATH=/`.
 ARG HEALTHCHECK_PATH=/healthz
 
-# libssl3 only (libcrypt1 and bash are in the base image already).
+# libssl3 only (libcrypt1, libsystemd0 and bash are in the base image already).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libssl3 \
  && rm -rf /var/lib/apt/lists/* \
