@@ -348,3 +348,38 @@ def test_watchdog_pid_of_another_process_is_ignored(tmpdir):
         srv.stop()
         n.close()
     assert not any("WATCHDOG" in m for _, m in n.messages), n.messages
+
+
+def _caps(text):
+    return {k: int(v, 16) for k, v in re.findall(r"^(Cap\w+):\s+([0-9a-f]+)$", text, re.M)}
+
+
+def test_ambient_capability_stays_with_the_server(tmpdir):
+    """lfhttpd.service runs as lfhttpd with AmbientCapabilities=CAP_NET_BIND_SERVICE: the
+    server keeps the capability (listeners a reload adds may be on port 80) but a CGI script
+    it runs must not get it."""
+    net_bind_service = 1 << 10
+    root = os.path.join(tmpdir, "www")
+    write_file(os.path.join(root, "cgi-bin/caps"),
+               "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\ngrep ^Cap /proc/self/status\n",
+               mode=0o755)
+    for d in (tmpdir, root, os.path.join(root, "cgi-bin")):
+        os.chmod(d, 0o755)
+    conf = write_file(os.path.join(tmpdir, "lfhttpd.conf"),
+                      "root %s\nlocation /cgi-bin/ {\n    handler cgi\n}\n" % root)
+    os.chmod(conf, 0o644)
+    # As systemd would start it: another user, the capability inherited and ambient.
+    srv = Server(args=["--config", conf], user=None, start=False)
+    srv.cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+               "--inh-caps=+net_bind_service", "--ambient-caps=+net_bind_service"] + srv.cmd
+    srv.start()
+    try:
+        own = _caps(open("/proc/%d/status" % srv.proc.pid).read())
+        assert own["CapEff"] & net_bind_service, own
+        assert own["CapAmb"] == 0, own
+        r = get(srv, "/cgi-bin/caps")
+        assert r.status == 200, r
+        child = _caps(r.body.decode())
+        assert child["CapEff"] == 0 and child["CapPrm"] == 0 and child["CapAmb"] == 0, child
+    finally:
+        srv.stop()
