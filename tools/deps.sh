@@ -18,7 +18,7 @@ set -eu
 pkgs=""
 for set in "$@"; do
     case $set in
-    build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev libsystemd-dev" ;;
+    build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev libsystemd-dev python3" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
     # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh).
