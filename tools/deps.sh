@@ -21,8 +21,11 @@ for set in "$@"; do
     build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev libsystemd-dev python3" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
-    # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh).
-    test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh" ;;
+    # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh);
+    # systemd: systemd-socket-activate and systemd-analyze (test_systemd.py, test_install.py);
+    # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv.
+    test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
+                systemd mandoc logrotate util-linux" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
                  lighttpd-mod-openssl valgrind strace" ;;
