@@ -272,31 +272,14 @@ static void status_json(struct out *o, const struct server_snapshot *s)
     outf(o, "]}\n");
 }
 
-static bool query_has(struct strview q, const char *name)
-{
-    size_t nl = strlen(name);
-    size_t i = 0;
-    while (q.ptr && i < q.len) {
-        size_t start = i;
-        while (i < q.len && q.ptr[i] != '&')
-            i++;
-        size_t end = i;
-        const char *eq = memchr(q.ptr + start, '=', end - start);
-        size_t klen = eq ? (size_t)(eq - (q.ptr + start)) : end - start;
-        if (klen == nl && !memcmp(q.ptr + start, name, nl))
-            return true;
-        i++;
-    }
-    return false;
-}
-
 static int status_handle(void *inst, struct http_exchange *ex)
 {
     struct server *srv = inst;
     int rc = precheck(ex, true);
     if (rc)
         return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
-    if (!query_has(ex->req->query, "json")) {
+    struct strview unused;
+    if (!sv_query_get(ex->req->query, "json", 4, &unused)) {
         char head[RESP_HEAD_MAX];
         struct response r;
         resp_begin(&r, head, sizeof(head), 200, ex->date);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,18 +206,40 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
 }
 #define APPEND_LIT(b, l, c, lit) append((b), (l), (c), (lit), sizeof(lit) - 1)
 
+/* The entity tag: the same wherever the same file is served (replicas of one image, a
+ * restart, a copy), so it names neither the inode nor the device. A small file, whose content
+ * is in memory, is tagged by its size and a hash of that content: it changes exactly when the
+ * bytes do. A larger one by its size and modification time to the nanosecond, as nginx and
+ * Caddy do (to the second there). A variant (a precompressed sibling) adds its coding. */
+static void make_etag(struct fc_entry *e, const char *encoding)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char tag[2 * 12 + 1];
+    if (e->body && EVP_Digest(e->body, (size_t)e->st.st_size, md, &mdlen, EVP_sha256(), NULL) == 1 &&
+        mdlen >= 12) {
+        static const char hex[] = "0123456789abcdef";
+        for (int i = 0; i < 12; i++) {
+            tag[2 * i] = hex[md[i] >> 4];
+            tag[2 * i + 1] = hex[md[i] & 15];
+        }
+        tag[24] = '\0';
+    } else {
+        snprintf(tag, sizeof(tag), "%llx",
+                 (unsigned long long)e->st.st_mtim.tv_sec * 1000000000ULL +
+                     (unsigned long long)e->st.st_mtim.tv_nsec);
+    }
+    e->etag_len = (size_t)snprintf(e->etag, sizeof(e->etag), "\"%llx-%s%s%s\"",
+                                   (unsigned long long)e->st.st_size, tag,
+                                   encoding ? "-" : "", encoding ? encoding : "");
+}
+
 /* Fill validators, small-file content and the header block of a FC_FILE entry. `type` is the
  * original's Content-Type (a variant keeps it). Returns 0 or -errno. */
 static int finish_file(struct fc_entry *e, const char *type, const char *encoding, bool vary)
 {
     const struct loc_conf *lc = e->loc;
     e->type = type;
-    e->etag_len = (size_t)snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx-%llx%s%s\"",
-                                   (unsigned long long)e->st.st_ino,
-                                   (unsigned long long)e->st.st_size,
-                                   (unsigned long long)e->st.st_mtim.tv_sec * 1000000000ULL +
-                                       (unsigned long long)e->st.st_mtim.tv_nsec,
-                                   encoding ? "-" : "", encoding ? encoding : "");
     http_date_format(e->st.st_mtim.tv_sec, e->last_modified);
 
     if (e->st.st_size <= FC_SMALL_MAX) {
@@ -240,6 +263,8 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
             e->fd = -1;
         }
     }
+
+    make_etag(e, encoding);
 
     size_t len = 0, cap = 512;
     char *h = malloc(cap);

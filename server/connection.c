@@ -152,17 +152,18 @@ void conn_free_stopped(struct conn *c)
     free(c);
 }
 
-/* Hand the connection back to the handle set. `kind` is ARMED_BUSY or ARMED_IDLE; the deadline
- * is now + timeout_ms unless `keep_deadline` (a request head keeps its first deadline). */
-static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
-                     bool keep_deadline)
+#define DEADLINE_KEEP INT64_MIN
+
+/* Hand the connection back to the handle set, to expire at `deadline` (monotonic ms;
+ * DEADLINE_KEEP: the one it has). `kind` is ARMED_BUSY, ARMED_IDLE or ARMED_LINGER. */
+static void conn_arm_until(struct conn *c, uint32_t events, int kind, int64_t deadline)
 {
     if (c->tp_want) {
         events = c->tp_want; /* the transport must first move bytes the other way */
         c->tp_want = 0;
     }
-    if (!keep_deadline)
-        atomic_store_explicit(&c->deadline, now_ms() + timeout_ms, memory_order_relaxed);
+    if (deadline != DEADLINE_KEEP)
+        atomic_store_explicit(&c->deadline, deadline, memory_order_relaxed);
     uint8_t view = kind == ARMED_IDLE        ? CV_IDLE
                    : c->phase == PH_LINGER   ? CV_CLOSING
                    : (events & EPOLLOUT)     ? CV_WRITING
@@ -177,6 +178,43 @@ static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout
         atomic_store_explicit(&c->armed, ARMED_NO, memory_order_relaxed);
         conn_close(c);
     }
+}
+
+/* The same, to expire `timeout_ms` from now, or (keep_deadline) when it was going to. */
+static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
+                     bool keep_deadline)
+{
+    conn_arm_until(c, events, kind, keep_deadline ? DEADLINE_KEEP : now_ms() + timeout_ms);
+}
+
+/* When a request head or body that began at `start` and has brought `bytes` so far must be
+ * complete: `base` after its start, a second later for every `rate` bytes received (rate 0:
+ * never later), but no later than `max` after its start (0: no such cap; below base: base).
+ * Apache's RequestReadTimeout with MinRate: an honest client on a slow link keeps earning
+ * time, a trickle does not. */
+static int64_t read_deadline(int64_t start, uint64_t bytes, unsigned base, unsigned max,
+                             unsigned rate)
+{
+    uint64_t ms = base;
+    if (rate)
+        ms += bytes * 1000 / rate;
+    if (max && ms > (max > base ? max : base))
+        ms = max > base ? max : base;
+    return start + (int64_t)(ms < INT32_MAX ? ms : INT32_MAX);
+}
+
+/* Start counting a request body's time and bytes (its head has just been read). */
+static void body_begins(struct conn *c)
+{
+    c->phase = PH_BODY;
+    c->phase_start = now_ms();
+}
+
+static int64_t body_deadline(const struct conn *c)
+{
+    const struct config *cfg = &c->rt->cfg;
+    return read_deadline(c->phase_start, c->body.wire, cfg->timeout_body, cfg->timeout_body_max,
+                         cfg->timeout_body_min_rate);
 }
 
 void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
@@ -656,7 +694,7 @@ static void conn_wait_deferred(struct conn *c, struct worker *w)
         if (xd_schedule(c) < 0) /* parked: the timer owns `c` from here */
             conn_close(c);
     } else if (xd_reads_body(c)) {
-        conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+        conn_arm_until(c, EPOLLIN, ARMED_BUSY, body_deadline(c));
     } else {
         conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false); /* yield, then writable() */
     }
@@ -786,7 +824,7 @@ int conn_pump_body(struct conn *c, http_body_cb sink, void *arg)
     }
     struct http_request unused;
     struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &unused,
-                             .on_body = sink, .body_arg = arg };
+                             .body = &c->body, .on_body = sink, .body_arg = arg };
     size_t used = 0;
     enum http_parse_result r = http_parse_body(&ps, buf, have, &used);
     if (r == HTTP_PARSE_INCOMPLETE)
@@ -821,7 +859,8 @@ static void conn_serve(struct conn *c, struct worker *w)
     char buf[READ_BUF_SIZE];
     struct http_request req;
     struct body_sink sink = { c, w };
-    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req, .body_arg = &sink };
+    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req, .body = &c->body,
+                             .body_arg = &sink };
     size_t have = 0, pos = 0;
     bool may_read = true;
 
@@ -867,6 +906,21 @@ static void conn_serve(struct conn *c, struct worker *w)
                 }
                 if (c->xd && c->xd->done)
                     xd_finish(c, w);
+                if (r == HTTP_PARSE_ERROR && c->xd && !c->xd->responded) {
+                    /* A handler reading the body has not answered yet: the client learns why
+                     * (413, 400), then the connection closes. */
+                    c->phase = PH_HEAD; /* the rest of the body is drained by the linger */
+                    if (xd_fail(c, w, ps.status) < 0) {
+                        conn_close(c);
+                        return;
+                    }
+                    if (c->sending) {
+                        conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                        return;
+                    }
+                    conn_finish_close(c, true);
+                    return;
+                }
                 if (r != HTTP_PARSE_INCOMPLETE && r != HTTP_PARSE_DONE) {
                     /* The response was already sent; a broken body leaves framing unknown. */
                     conn_finish_close(c, true);
@@ -929,8 +983,10 @@ static void conn_serve(struct conn *c, struct worker *w)
                  * deferred exchange, stream.c); for the others they are discarded after the
                  * response, where an error can only close. */
                 llhttp_t probe = c->parser;
+                struct http_body_count probe_count = c->body;
                 struct http_parse check = ps;
                 check.parser = &probe;
+                check.body = &probe_count;
                 check.on_body = NULL;
                 size_t checked = 0;
                 enum http_parse_result pr = http_parse_body(&check, buf + pos, have - pos, &checked);
@@ -946,7 +1002,7 @@ static void conn_serve(struct conn *c, struct worker *w)
              * close, not read as requests. A handler that reads the body sends 100 Continue
              * itself (ex_defer, below). */
             if (body_follows && (!req.expect_continue || body_here))
-                c->phase = PH_BODY;
+                body_begins(c);
             /* More bytes after this request: its response may wait for the next ones, so
              * that the answers to one read leave in one write. */
             c->gather = pos < have && !body_follows;
@@ -965,7 +1021,7 @@ static void conn_serve(struct conn *c, struct worker *w)
                 xd_finish(c, w);
             if (c->xd && body_follows && req.expect_continue &&
                 (c->xd->flags & (EX_WANT_BODY | EX_TAKE_CONN)))
-                c->phase = PH_BODY; /* it reads the body: 100 Continue went out (ex_defer) */
+                body_begins(c); /* it reads the body: 100 Continue went out (ex_defer) */
             if (c->xd && (c->xd->flags & EX_TAKE_CONN)) {
                 /* The handler takes the connection, with the rest of the input (its body). */
                 park_for_exchange(c, w, buf + pos, have - pos);
@@ -1025,14 +1081,19 @@ static void conn_serve(struct conn *c, struct worker *w)
             return;
         }
         if (c->phase == PH_BODY) {
-            conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+            conn_arm_until(c, EPOLLIN, ARMED_BUSY, body_deadline(c));
         } else if (c->handshaking) {
             /* the whole handshake must finish within timeout_handshake from accept */
             conn_arm(c, EPOLLIN, ARMED_IDLE, cfg->timeout_handshake, true);
         } else if (have > 0) {
-            bool keep = c->head_deadline;
-            c->head_deadline = true;
-            conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_header, keep);
+            /* A head has begun: its time counts from the read that brought its first byte. */
+            if (!c->head_deadline) {
+                c->head_deadline = true;
+                c->phase_start = now_ms();
+            }
+            conn_arm_until(c, EPOLLIN, ARMED_BUSY,
+                           read_deadline(c->phase_start, have, cfg->timeout_header,
+                                         cfg->timeout_header_max, cfg->timeout_header_min_rate));
         } else if (atomic_load_explicit(&srv->draining, memory_order_relaxed) && c->requests) {
             conn_finish_close(c, true); /* between requests while draining: close, gracefully */
         } else {
