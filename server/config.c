@@ -281,12 +281,22 @@ static int check_file(const char *where, const char *name, const char *path)
     } else if (!strcmp(name, "access_log") || !strcmp(name, "error_log")) {
         if (!strcmp(path, "off") || !strcmp(path, "stdout") || !strcmp(path, "stderr"))
             return 0;
-        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
+        /* Checked, not created: `lfhttpd -t` run by root must not leave a root-owned log
+         * file that the service's own user then cannot open. */
+        int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = '\0';
+        if (errno != ENOENT || access(slash ? dir : ".", W_OK | X_OK) < 0) {
             fprintf(stderr, "%s: %s %s: %s\n", where, name, path, strerror(errno));
             return -1;
         }
-        close(fd);
     }
     return 0;
 }

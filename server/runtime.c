@@ -46,7 +46,8 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
         fprintf(stderr, "lfhttpd: out of memory\n");
         goto fail;
     }
-    if (router_init(srv, rt) < 0 || access_log_open(rt) < 0)
+    /* -t checks the access log's path (config.c) but does not create the file. */
+    if (router_init(srv, rt) < 0 || (!rt->cfg.test_only && access_log_open(rt) < 0))
         goto fail;
     if (rt->cfg.ncerts > 0) {
         rt->tls = tls_ctx_create(&rt->cfg); /* prints its own FILE:LINE error line */

@@ -205,3 +205,30 @@ def test_man_pages_lint_clean_and_list_every_directive(tmpdir):
     for flag in flags:
         assert "Fl \\-%s" % flag.replace("-", "\\-") in page or \
             "Fl %s" % flag in page, flag
+
+
+def test_check_creates_no_log_file(tmpdir):
+    """`lfhttpd -t` checks the log paths without creating the files: run by root before the
+    service's first start, it must not leave a root-owned access.log that the service's user
+    cannot open."""
+    logs = os.path.join(tmpdir, "logs")
+    os.makedirs(logs)
+    conf = write_file(os.path.join(tmpdir, "c.conf"),
+                      "access_log %s/access.log\nerror_log %s/error.log\nroot %s\n"
+                      % (logs, logs, tmpdir))
+    rc, _, err = run_lfhttpd(["-t", "-c", conf])
+    assert rc == 0, err
+    assert os.listdir(logs) == []
+    # Still checked: a directory that is not there, a file that cannot be written.
+    write_file(conf, "access_log %s/none/access.log\n" % tmpdir)
+    rc, _, err = run_lfhttpd(["-t", "-c", conf])
+    assert rc == 2 and "%s:1: access_log %s/none/access.log: No such file" % (conf, tmpdir) in err
+    ro = write_file(os.path.join(logs, "ro.log"), "", mode=0o444)
+    write_file(conf, "access_log %s\n" % ro)
+    for d in (tmpdir, logs):
+        os.chmod(d, 0o755)
+    os.chmod(conf, 0o644)
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary(),
+                        "-t", "-c", conf], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=T(30))
+    assert p.returncode == 2 and b"Permission denied" in p.stderr, p.stderr
