@@ -15,6 +15,10 @@
 #   make uninstall            remove what install put there (not a changed configuration, not logs)
 #   make man                  the man pages lfhttpd(8) and lfhttpd.conf(5), from README.md, in
 #                             build/man/
+#   make package              the Debian package (dpkg-buildpackage -b on a copy of the tree;
+#                             its test subset runs): build/package/lfhttpd_VERSION_ARCH.deb
+#   make package-test         make package, then lintian and checks of the .deb's contents
+#                             (tests/package/run.sh)
 #   make container-test       build the container image with podman and test it (as root;
 #                             installs podman and makes a local base image when missing)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
@@ -33,9 +37,10 @@
 # starts make again with the same goals and variables; that second make sees the machine as
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
-DEPS_GOALS := run test fuzz fuzz-run container-test bench install man
+DEPS_GOALS := run test fuzz fuzz-run container-test bench install man package package-test
 DEPS_SETS  := build \
     $(if $(filter test fuzz-run container-test,$(MAKECMDGOALS)),test) \
+    $(if $(filter package package-test,$(MAKECMDGOALS)),package) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
     $(if $(filter bench,$(MAKECMDGOALS)),bench)
 
@@ -114,7 +119,7 @@ FUZZERS := fuzz_request fuzz_connection
 FUZZ_SECONDS ?= 60
 
 .PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test bench \
-        install uninstall man
+        install uninstall man package package-test
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -252,6 +257,14 @@ uninstall: man
 	    else rm -f $$dest; fi; \
 	done
 	@rmdir $(DESTDIR)$(SYSCONFDIR)/lfhttpd $(DESTDIR)$(LOGDIR) 2>/dev/null || true
+
+# The Debian package (debian/): built from a copy of the tree, so that neither dh clean nor
+# dpkg-buildpackage's output next to the source touch this one.
+package:
+	@bash tests/package/build.sh build/package
+
+package-test:
+	@bash tests/package/run.sh
 
 clean:
 	rm -rf build build-tsan build-asan build-fuzz

@@ -5,6 +5,8 @@
 #   test   run the test suite (make test): the clients and the reference servers it talks to
 #   fuzz   the libFuzzer harnesses (make fuzz): clang with libFuzzer and the sanitizer runtimes
 #   bench  the benchmark (make bench): the peers and the profilers
+#   package  the Debian package (make package): debhelper, lintian and debian/control's
+#          Build-Depends (those of its test subset too)
 #
 # Quiet when everything is already there. The Makefile runs it before it builds anything
 # (its goals that install packages make in two passes: see the top of the Makefile).
@@ -27,9 +29,10 @@ for set in "$@"; do
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
                 systemd mandoc logrotate util-linux" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
+    package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps systemd" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
                  lighttpd-mod-openssl valgrind strace" ;;
-    *) echo "deps: unknown set '$set' (build, test, fuzz, bench)" >&2; exit 2 ;;
+    *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package)" >&2; exit 2 ;;
     esac
 done
 missing=""
