@@ -752,18 +752,33 @@ def parse_callgrind(path, exe):
                                     key=lambda kv: -kv[1])[:5]}
 
 
-def callgrind_run(name, requests):
-    srv = Server(name, 1, single=True)
+# What the callgrind phase measures (BENCH_CALLGRIND_WORKLOADS, default all three for lfhttpd,
+# keep-alive only for the peers): the 1 KiB file over 16 keep-alive connections, the same with
+# 16 requests pipelined per write, and over HTTPS keep-alive. Results: results["callgrind"]
+# (keep-alive), results["callgrind_pipelined"], results["callgrind_https"].
+CG_WORKLOADS = [w for w in os.environ.get("BENCH_CALLGRIND_WORKLOADS",
+                                          "keepalive,pipelined,https").split(",") if w]
+
+
+def callgrind_run(name, requests, workload="keepalive", tls=None):
+    srv = Server(name, 1, single=True, tls=tls if workload == "https" else None)
     out = os.path.join(srv.dir, "callgrind.out")
     wrapper = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
     srv.start(wrapper, ready_timeout=90.0)
     try:
-        url = f"http://127.0.0.1:{srv.port}/1k.html"
-        wrk(url, 16, 1)  # warm-up, not instrumented: caches, lazy initialisation, page faults
+        if workload == "https":
+            url = f"https://127.0.0.1:{srv.tls_port}/1k.html"
+        else:
+            url = f"http://127.0.0.1:{srv.port}/1k.html"
+        script = "pipeline.lua" if workload == "pipelined" else None
+        wrk(url, 16, 1, script=script)  # warm-up, not instrumented: caches, lazy init, faults
         subprocess.run(["callgrind_control", "-i", "on", str(srv.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         marker = os.path.join(srv.dir, "done")
         r = wrk(url, 16, 600, script="counted.lua", marker=marker, timeout=600,
+                env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker}) \
+            if workload != "pipelined" else \
+            wrk(url, 16, 600, script="pipeline_counted.lua", marker=marker, timeout=600,
                 env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker})
         # Stop counting and write the profile now (out.1), while the server still runs: a
         # server that does not exit cleanly under valgrind would otherwise lose it.
@@ -1562,9 +1577,18 @@ def main():
 
         if "callgrind" in PHASES:
             log(f"== callgrind: instructions per request ({CG_REQUESTS:,} requests, one thread each)")
-            per_server("callgrind", [n for n in names if not CG_SERVERS or n in CG_SERVERS.split(",")],
-                       lambda n: callgrind_run(n, CG_REQUESTS),
-                       lambda p: f"{p['ir_per_req']:9,.0f} instr/req  {p['alloc_per_req']:.3f} allocs/req")
+            cg_names = [n for n in names if not CG_SERVERS or n in CG_SERVERS.split(",")]
+            for wl in CG_WORKLOADS:
+                key = "callgrind" if wl == "keepalive" else "callgrind_" + wl
+                wl_names = cg_names if wl == "keepalive" else \
+                    [n for n in cg_names if n.startswith("lfhttpd") and (wl != "https" or tls)]
+                if not wl_names:
+                    continue
+                log(f"   workload: {wl}")
+                per_server(key, wl_names,
+                           lambda n, wl=wl: callgrind_run(n, CG_REQUESTS, wl, tls),
+                           lambda p: f"{p['ir_per_req']:9,.0f} instr/req  "
+                                     f"{p['alloc_per_req']:.3f} allocs/req")
         if "idle" in PHASES:
             log(f"== idle keep-alive connections ({IDLE_CONNS:,} per server)")
             per_server("idle", names, lambda n: idle_run(n, IDLE_CONNS),

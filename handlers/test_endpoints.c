@@ -358,7 +358,7 @@ static int ep_echo(struct tests *ts, struct http_exchange *ex)
         return 503;
     }
     char addr[INET6_ADDRSTRLEN + 16];
-    const struct in6_addr *a6 = &ex->conn->peer.sin6_addr;
+    const struct in6_addr *a6 = &ex->conn->peer_addr;
     char ip[INET6_ADDRSTRLEN];
     if (IN6_IS_ADDR_V4MAPPED(a6))
         inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof(ip));
@@ -368,7 +368,7 @@ static int ep_echo(struct tests *ts, struct http_exchange *ex)
     char ver[16];
     snprintf(ver, sizeof(ver), "HTTP/%u.%u", req->http_major, req->http_minor);
     char port[16];
-    snprintf(port, sizeof(port), "%u", ntohs(ex->conn->peer.sin6_port));
+    snprintf(port, sizeof(port), "%u", ntohs(ex->conn->peer_port));
     bool ok = echo_put(t, "{\"method\":") && echo_str(t, req->method_name) &&
               echo_put(t, ",\"target\":") && echo_str(t, req->target) &&
               echo_put(t, ",\"path\":") &&

@@ -65,14 +65,15 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     c->hs = l->hs;
     c->file_fd = -1;
     if (peer->ss_family == AF_INET6) {
-        memcpy(&c->peer, peer, sizeof(c->peer));
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)peer;
+        c->peer_addr = in6->sin6_addr;
+        c->peer_port = in6->sin6_port;
     } else {
         const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)peer;
-        c->peer.sin6_family = AF_INET6;
-        c->peer.sin6_port = in4->sin_port;
-        c->peer.sin6_addr.s6_addr[10] = 0xff;
-        c->peer.sin6_addr.s6_addr[11] = 0xff;
-        memcpy(&c->peer.sin6_addr.s6_addr[12], &in4->sin_addr, 4);
+        c->peer_port = in4->sin_port;
+        c->peer_addr.s6_addr[10] = 0xff;
+        c->peer_addr.s6_addr[11] = 0xff;
+        memcpy(&c->peer_addr.s6_addr[12], &in4->sin_addr, 4);
     }
     http_parser_init(&c->parser);
     c->proxy_header = l->addr.proxy_protocol;
@@ -609,7 +610,7 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
     if (body_follows && req->expect_continue)
         ex.keep_alive = false;
     netaddr_real_client(&c->rt->cfg.trusted_proxies, c->rt->cfg.real_ip_forwarded,
-                        &c->peer.sin6_addr, req, &ex.client_addr);
+                        &c->peer_addr, req, &ex.client_addr);
     int status = !c->ssl && c->rt->cfg.tls_redirect_http ? tls_http_redirect(&ex)
                                                          : router_dispatch(&ex);
     /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
@@ -638,7 +639,7 @@ static int serve_parse_error(struct conn *c, struct worker *w, int status)
 {
     struct http_exchange ex = {
         .conn = c, .w = w, .srv = c->srv, .rt = c->rt, .req = NULL, .date = conn_thread_date(w),
-        .keep_alive = false, .client_addr = c->peer.sin6_addr,
+        .keep_alive = false, .client_addr = c->peer_addr,
     };
     c->close_after = true;
     int rc = ex_send_error(&ex, status);
@@ -873,14 +874,14 @@ static void conn_serve(struct conn *c, struct worker *w)
 
     for (;;) {
         if (c->proxy_header && have > 0) {
-            in_port_t port = ntohs(c->peer.sin6_port);
-            int n = proxy_protocol_parse(buf, have, &c->peer.sin6_addr, &port);
+            in_port_t port = ntohs(c->peer_port);
+            int n = proxy_protocol_parse(buf, have, &c->peer_addr, &port);
             if (n < 0) {
                 conn_close(c); /* not from our proxy: nobody to answer */
                 return;
             }
             if (n > 0) {
-                c->peer.sin6_port = htons(port);
+                c->peer_port = htons(port);
                 c->proxy_header = false;
                 pos = (size_t)n;
             }

@@ -93,7 +93,9 @@ struct conn {
     bool gathered;                     /* `out` holds such responses, not yet written (only
                                         * while the connection's thread serves the read) */
 
-    struct sockaddr_in6 peer;          /* IPv4 stored as v4-mapped */
+    struct in6_addr peer_addr;         /* the TCP peer (IPv4 v4-mapped), or what a PROXY header
+                                        * says; the client unless a trusted proxy says more */
+    in_port_t peer_port;               /* its port, network byte order */
     llhttp_t parser;
 };
 
