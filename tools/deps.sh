@@ -25,11 +25,13 @@ for set in "$@"; do
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
     # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh);
     # systemd: systemd-socket-activate and systemd-analyze (test_systemd.py, test_install.py);
-    # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv.
+    # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv;
+    # strace: the system calls the server makes, against the unit's SystemCallFilter.
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
-                systemd mandoc logrotate util-linux" ;;
+                systemd mandoc logrotate util-linux strace" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
-    package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps systemd" ;;
+    package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
+                   systemd" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
                  lighttpd-mod-openssl valgrind strace" ;;
     *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package)" >&2; exit 2 ;;

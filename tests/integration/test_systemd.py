@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lib.ops import free_port, run_lfhttpd, wait_for, write_file  # noqa: E402
-from lib.server import Server, T, get, req  # noqa: E402
+from lib.server import REPO, Server, T, get, req  # noqa: E402
 from lib.tls import TLSConn, the_pki  # noqa: E402
 
 
@@ -383,3 +383,87 @@ def test_ambient_capability_stays_with_the_server(tmpdir):
         assert child["CapEff"] == 0 and child["CapPrm"] == 0 and child["CapAmb"] == 0, child
     finally:
         srv.stop()
+
+
+def _unit_setting(name):
+    """The values of a setting in lfhttpd.service (the source the installed unit is made
+    from)."""
+    unit = open(os.path.join(REPO, "deploy/systemd/lfhttpd.service.in")).read()
+    return re.search(r"^%s=(.*)$" % name, unit, re.M).group(1).split()
+
+
+def _syscall_set(names):
+    """The system calls a SystemCallFilter= list allows (groups expanded by systemd-analyze)."""
+    out = subprocess.run(["systemd-analyze", "syscall-filter"], stdout=subprocess.PIPE,
+                         check=True, timeout=T(30)).stdout.decode()
+    groups, cur = {}, None
+    for line in out.splitlines():
+        if line.startswith("@"):
+            cur = groups.setdefault(line.split()[0], set())
+        elif cur is not None and line.strip() and not line.strip().startswith("#"):
+            cur.add(line.strip())
+
+    def expand(name):
+        if not name.startswith("@"):
+            return {name}
+        return set().union(*(expand(x) for x in groups[name]))
+    return set().union(*(expand(n) for n in names))
+
+
+def test_the_server_stays_within_the_units_filters(tmpdir):
+    """lfhttpd.service allows SystemCallFilter=@system-service and RestrictAddressFamilies=
+    AF_INET AF_INET6 AF_UNIX. Traced with strace through start-up, plain, TLS and CGI
+    requests, a handler timer, a reload, a log reopen and the drain, the server (and the
+    scripts it runs) makes no other system call and opens no other kind of socket."""
+    allowed = _syscall_set(_unit_setting("SystemCallFilter"))
+    families = set(_unit_setting("RestrictAddressFamilies"))
+    assert "epoll_wait" in allowed and families == {"AF_INET", "AF_INET6", "AF_UNIX"}
+    p = the_pki()
+    root = os.path.join(tmpdir, "www")
+    write_file(os.path.join(root, "index.html"), "traced")
+    write_file(os.path.join(root, "cgi-bin/hello"),
+               "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nhello'\n", mode=0o755)
+    log = os.path.join(tmpdir, "access.log")
+    conf = write_file(os.path.join(tmpdir, "lfhttpd.conf"),
+                      "tls_listen 127.0.0.1:0\ntls_certificate %s %s\naccess_log %s\n"
+                      "root %s\nlocation /cgi-bin/ {\n    handler cgi\n}\n"
+                      % (p.a_chain, p.a_key, log, root))
+    trace = os.path.join(tmpdir, "strace.out")
+    # LeakSanitizer cannot run under ptrace (ASan builds): the rest of the suite checks leaks.
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    env = dict(os.environ, ASAN_OPTIONS=(asan + ":" if asan else "") + "detect_leaks=0")
+    srv = Server(args=["--config", conf, "--test-endpoints", "/_test/"], start=False,
+                 expect_listeners=2, env=env)
+    srv.cmd = ["strace", "-f", "-qq", "-o", trace] + srv.cmd
+    srv.start()
+    try:
+        pid = int(open("/proc/%d/task/%d/children" % (srv.proc.pid, srv.proc.pid))
+                  .read().split()[0])
+        http = next((h, port) for s, h, port in srv.listeners if s == "http")
+        https = next((h, port) for s, h, port in srv.listeners if s == "https")
+        assert get(http, "/").body == b"traced"
+        assert get(http, "/cgi-bin/hello").body == b"hello"
+        assert get(http, "/_test/delay/10").status == 200
+        c = TLSConn(https)
+        c.send(req("GET", "/"))
+        assert c.read_response().body == b"traced"
+        c.close()
+        os.kill(pid, signal.SIGHUP)
+        wait_for(lambda: "generation 2" in srv.stderr, 30, "the reload")
+        os.kill(pid, signal.SIGUSR1)
+        wait_for(lambda: "log files reopened" in srv.stderr, 30, "the reopen")
+        os.kill(pid, signal.SIGTERM)
+        srv.proc.wait(T(60))
+    finally:
+        srv.stop()
+    used, opened = set(), set()
+    for line in open(trace):
+        m = re.match(r"^\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
+        if m:
+            used.add(m.group(1))
+        m = re.match(r"^\d+\s+socket\((AF_\w+)", line)
+        if m:
+            opened.add(m.group(1))
+    assert {"accept4", "epoll_wait", "signalfd4", "execve"} <= used, sorted(used)
+    assert used <= allowed, "outside SystemCallFilter: %s" % sorted(used - allowed)
+    assert opened <= families, "outside RestrictAddressFamilies: %s" % sorted(opened - families)
