@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "runtime.h"
 #include "server.h"
 
 /* STATUS= from the tick is rebuilt every this many ticks (once a second at 250 ms) and sent
@@ -130,10 +131,13 @@ static void summary(struct server *srv, char *out, size_t size)
     for (unsigned i = 0; i < srv->pool.nworkers; i++)
         requests += atomic_load_explicit(&srv->pool.workers[i].stats.requests,
                                          memory_order_relaxed);
+    /* The published runtime's generation: srv->generation belongs to the reloading thread. */
+    struct runtime *rt = server_runtime(srv);
     snprintf(out, size, "%s: %u connection(s), %llu request(s), configuration generation %u",
              atomic_load(&srv->draining) ? "draining" : "serving",
              atomic_load_explicit(&srv->nconns, memory_order_relaxed),
-             (unsigned long long)requests, srv->generation);
+             (unsigned long long)requests, rt->generation);
+    runtime_unref(rt);
 }
 
 void systemd_ready(struct server *srv)
