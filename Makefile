@@ -206,9 +206,13 @@ MANDIR     ?= $(DATADIR)/man
 SYSCONFDIR ?= /etc
 LOGDIR     ?= /var/log/lfhttpd
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
+# The account the service runs as (the package creates lfhttpd; make install users create it).
+SERVICE_USER  ?= lfhttpd
+SERVICE_GROUP ?= lfhttpd
 DIST := $(BUILD)/dist
 SUBST := sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
-             -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@LOGDIR@|$(LOGDIR)|g' -e 's|@UNITDIR@|$(UNITDIR)|g'
+             -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@LOGDIR@|$(LOGDIR)|g' -e 's|@UNITDIR@|$(UNITDIR)|g' \
+             -e 's|@SERVICE_USER@|$(SERVICE_USER)|g' -e 's|@SERVICE_GROUP@|$(SERVICE_GROUP)|g'
 # The default site: www/ without the CGI demos (the installed configuration runs no CGI).
 SITE_FILES = $(shell find www -path www/cgi-bin -prune -o -type f -print)
 

@@ -2,6 +2,7 @@
 pages (issue 15)."""
 
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -27,8 +28,11 @@ def make(*args, timeout=300):
 
 
 def prefix_install(tmpdir):
-    """make install with every path under tmpdir, so that the result runs as installed."""
+    """make install with every path under tmpdir, so that the result runs as installed (as
+    Debian's `daemon` account: there is no lfhttpd user on a test machine)."""
     paths = {
+        "SERVICE_USER": "daemon",
+        "SERVICE_GROUP": "daemon",
         "PREFIX": os.path.join(tmpdir, "usr"),
         "SYSCONFDIR": os.path.join(tmpdir, "etc"),
         "LOGDIR": os.path.join(tmpdir, "var/log/lfhttpd"),
@@ -77,6 +81,7 @@ def test_installed_units_pass_systemd_analyze_verify(tmpdir):
     assert "ExecStart=%s/sbin/lfhttpd --config %s/lfhttpd/lfhttpd.conf\n" % (
         p["PREFIX"], p["SYSCONFDIR"]) in service, service
     assert "ReadWritePaths=%s\n" % p["LOGDIR"] in service
+    assert "User=daemon\nGroup=daemon\n" in service
     # Documentation=man:... is checked too: the installed pages must be found.
     env = dict(os.environ, MANPATH=os.path.join(p["PREFIX"], "share/man"))
     v = subprocess.run(["systemd-analyze", "verify"] + units, stdout=subprocess.PIPE,
@@ -110,6 +115,8 @@ def test_destdir_staging_and_uninstall(tmpdir):
     assert dest not in conf
     unit = open(os.path.join(dest, "usr/local/lib/systemd/system/lfhttpd.service")).read()
     assert "ExecStart=/usr/local/sbin/lfhttpd --config /etc/lfhttpd/lfhttpd.conf" in unit
+    assert "User=lfhttpd\nGroup=lfhttpd\n" in unit
+    assert "\tsu lfhttpd lfhttpd\n" in open(os.path.join(dest, "etc/logrotate.d/lfhttpd")).read()
     assert dest not in unit
 
     # A second install keeps the administrator's configuration.
@@ -132,14 +139,22 @@ def test_logrotate_snippet(tmpdir):
     snippet = os.path.join(p["SYSCONFDIR"], "logrotate.d/lfhttpd")
     text = open(snippet).read()
     assert "%s/*.log {" % p["LOGDIR"] in text
+    assert "\n\tsu daemon daemon\n" in text, text
     assert "--signal=SIGUSR1 lfhttpd.service" in text
     write_file(os.path.join(p["LOGDIR"], "access.log"), "a line\n")
+    # As the package leaves it: the directory belongs to the service's user.
+    daemon = pwd.getpwnam("daemon")
+    os.chown(p["LOGDIR"], daemon.pw_uid, daemon.pw_gid)
+    os.chmod(p["LOGDIR"], 0o750)
+    for d in (tmpdir, os.path.join(tmpdir, "var"), os.path.join(tmpdir, "var/log")):
+        os.chmod(d, 0o755)
     # -d: what it would do, without doing it; the snippet must parse and select the log.
     r = subprocess.run(["logrotate", "-d", "-s", os.path.join(tmpdir, "state"), snippet],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=T(30))
     out = r.stdout.decode()
     assert r.returncode == 0, out
     assert "error" not in out.lower(), out
+    assert "switching euid from 0 to %d" % daemon.pw_uid in out, out
     assert "considering log %s/access.log" % p["LOGDIR"] in out, out
 
 
