@@ -413,14 +413,16 @@ def _syscall_set(names):
 def test_the_server_stays_within_the_units_filters(tmpdir):
     """lfhttpd.service allows SystemCallFilter=@system-service and RestrictAddressFamilies=
     AF_INET AF_INET6 AF_UNIX. Traced with strace through start-up, plain, TLS and CGI
-    requests, a handler timer, a reload, a log reopen and the drain, the server (and the
-    scripts it runs) makes no other system call and opens no other kind of socket."""
+    requests, compression, a handler timer, a reload, a log reopen and the drain, the server
+    (and the scripts it runs) makes no other system call and opens no other kind of
+    socket."""
     allowed = _syscall_set(_unit_setting("SystemCallFilter"))
     families = set(_unit_setting("RestrictAddressFamilies"))
     assert "epoll_wait" in allowed and families == {"AF_INET", "AF_INET6", "AF_UNIX"}
     p = the_pki()
     root = os.path.join(tmpdir, "www")
     write_file(os.path.join(root, "index.html"), "traced")
+    write_file(os.path.join(root, "big.css"), "body { color: black; }\n" * 400)
     write_file(os.path.join(root, "cgi-bin/hello"),
                "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nhello'\n", mode=0o755)
     log = os.path.join(tmpdir, "access.log")
@@ -444,6 +446,9 @@ def test_the_server_stays_within_the_units_filters(tmpdir):
         assert get(http, "/").body == b"traced"
         assert get(http, "/cgi-bin/hello").body == b"hello"
         assert get(http, "/_test/delay/10").status == 200
+        # Compression on the fly (on by default): its threads' calls count too.
+        wait_for(lambda: get(http, "/big.css", headers={"Accept-Encoding": "br, gzip"})
+                 .header("Content-Encoding") == "br", 30, "a compressed answer")
         c = TLSConn(https)
         c.send(req("GET", "/"))
         assert c.read_response().body == b"traced"

@@ -10,7 +10,7 @@
 #      runs here), lfhttpd.socket is neither; the conffiles are registered; the installed
 #      configuration passes `lfhttpd -t`; `systemd-analyze verify` accepts the installed units
 #      (--man=no: a fresh server has no man-db; test_install.py checks the Documentation=
-#      pages with the installed ones);
+#      pages with the installed ones); logrotate accepts the snippet;
 #   3. the installed binary, started the way the unit starts it (user lfhttpd, only
 #      CAP_NET_BIND_SERVICE, ambient), serves the installed default site on port 80 (fetched by
 #      the host's curl inside the container's network namespace) and logs the request to
@@ -97,6 +97,15 @@ if in_c "systemd-analyze verify --man=no /lib/systemd/system/lfhttpd.service \
 else
     sed 's/^/  | /' "$TMP/verify.log"
     bad "systemd-analyze verify accepts the installed units"
+fi
+
+if in_c "logrotate -d /etc/logrotate.d/lfhttpd" >"$TMP/logrotate.log" 2>&1 \
+        && grep -q "considering log /var/log/lfhttpd/access.log" "$TMP/logrotate.log" \
+        && ! grep -qi "^error" "$TMP/logrotate.log"; then
+    ok "logrotate (a Recommends) accepts the snippet and rotates /var/log/lfhttpd as lfhttpd"
+else
+    sed 's/^/  | /' "$TMP/logrotate.log" | tail -n 20
+    bad "logrotate -d /etc/logrotate.d/lfhttpd"
 fi
 
 # ---- 3. serving, as the unit runs it ---------------------------------------------------------
