@@ -122,7 +122,7 @@ def text_lines(text, width=78):
     """Running text as mdoc input lines: each sentence on a line of its own, long ones wrapped
     (mdoc's rule "new sentence, new line"); none may start with a control character."""
     out = []
-    for sentence in re.split(r"(?<=[a-z0-9)][.!?:])\s+(?=[A-Z`(])", text):
+    for sentence in re.split(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[a-z0-9)][.!?:])\s+(?=[A-Z`(])", text):
         line = ""
         for word in sentence.split():
             if line and len((line + " " + word).encode()) > width:
@@ -137,12 +137,14 @@ def text_lines(text, width=78):
 
 def inline(md):
     """mdoc lines for a Markdown paragraph: code spans become .Ql, links their text."""
+    md = re.sub(r"\[([^\]]+)\]\(#[^)]+\)", r"\1 in README.md", md)  # a README section
     md = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", md)      # [text](url) -> text
     md = re.sub(r"\*\*([^*]+)\*\*", r"\1", md)            # **bold** -> bold
     md = md.replace("\\|", "|")
     parts = re.split(r"(`[^`]*`)", md)
     lines = []
     pending_open = ""
+    pending_word = ""
     i = 0
     while i < len(parts):
         p = parts[i]
@@ -159,13 +161,21 @@ def inline(md):
                 parts[i + 1] = nxt[m.end():]
             elif nxt and not nxt[0].isspace():
                 args.append("Ns")       # glued to what follows
-            lines.append(".Ql " + " ".join(args))
+            if pending_word:        # "x/`code`": the word glued in front of the span
+                lines.append(".No %s Ns Ql %s" % (esc_arg(pending_word), " ".join(args)))
+                pending_word = ""
+            else:
+                lines.append(".Ql " + " ".join(args))
         else:
             text = p.strip()
             if text and text[-1] in "([" and i + 1 < len(parts) and \
                     (p.endswith("(") or p.endswith("[")):
                 pending_open = text[-1]
                 text = text[:-1].strip()
+            elif text and i + 1 < len(parts) and not p[-1].isspace():
+                words = text.rsplit(None, 1)
+                pending_word = words[-1]
+                text = words[0] if len(words) > 1 else ""
             if text:
                 lines += text_lines(esc_text(text))
         i += 1
