@@ -10,11 +10,12 @@
 #      runs here), lfhttpd.socket is neither; the conffiles are registered; the installed
 #      configuration passes `lfhttpd -t`; `systemd-analyze verify` accepts the installed units
 #      (--man=no: a fresh server has no man-db; test_install.py checks the Documentation=
-#      pages with the installed ones); logrotate accepts the snippet;
+#      pages with the installed ones);
 #   3. the installed binary, started the way the unit starts it (user lfhttpd, only
 #      CAP_NET_BIND_SERVICE, ambient), serves the installed default site on port 80 (fetched by
 #      the host's curl inside the container's network namespace) and logs the request to
-#      /var/log/lfhttpd/access.log; SIGTERM: exit 0;
+#      /var/log/lfhttpd/access.log, which logrotate (a Recommends) would rotate as lfhttpd;
+#      SIGTERM: exit 0;
 #   4. `apt-get purge lfhttpd` removes the configuration, the logs and the unit's enablement.
 # Prints one `ok`/`FAIL` line per check with durations; ends with "N passed, N failed"; exits
 # non-zero if anything failed. Removes its container, keeps the image.
@@ -99,15 +100,6 @@ else
     bad "systemd-analyze verify accepts the installed units"
 fi
 
-if in_c "logrotate -d /etc/logrotate.d/lfhttpd" >"$TMP/logrotate.log" 2>&1 \
-        && grep -q "considering log /var/log/lfhttpd/access.log" "$TMP/logrotate.log" \
-        && ! grep -qi "^error" "$TMP/logrotate.log"; then
-    ok "logrotate (a Recommends) accepts the snippet and rotates /var/log/lfhttpd as lfhttpd"
-else
-    sed 's/^/  | /' "$TMP/logrotate.log" | tail -n 20
-    bad "logrotate -d /etc/logrotate.d/lfhttpd"
-fi
-
 # ---- 3. serving, as the unit runs it ---------------------------------------------------------
 podman exec -d "$C" bash -c 'exec setpriv --reuid=lfhttpd --regid=lfhttpd --init-groups \
     --inh-caps=+net_bind_service --ambient-caps=+net_bind_service \
@@ -136,6 +128,16 @@ check "SIGTERM: a graceful stop" \
     in_c 'pid=$(grep -lx lfhttpd /proc/[0-9]*/comm | head -n 1 | cut -d/ -f3); kill -TERM $pid
           for i in $(seq 100); do [ -d /proc/$pid ] || break; sleep 0.1; done
           ! [ -d /proc/$pid ] && grep -q "stopped" /tmp/lfhttpd.err'
+
+if in_c "logrotate -d /etc/logrotate.d/lfhttpd" >"$TMP/logrotate.log" 2>&1 \
+        && grep -q "considering log /var/log/lfhttpd/access.log" "$TMP/logrotate.log" \
+        && grep -q "switching euid from 0 to $(in_c 'id -u lfhttpd')" "$TMP/logrotate.log" \
+        && ! grep -qi "^error" "$TMP/logrotate.log"; then
+    ok "logrotate (a Recommends) accepts the snippet and would rotate access.log as lfhttpd"
+else
+    sed 's/^/  | /' "$TMP/logrotate.log" | tail -n 20
+    bad "logrotate -d /etc/logrotate.d/lfhttpd"
+fi
 
 # ---- 4. purge ----------------------------------------------------------------------------------
 s=$SECONDS
