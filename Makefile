@@ -19,6 +19,8 @@
 #                             its test subset runs): build/package/lfhttpd_VERSION_ARCH.deb
 #   make package-test         make package, then lintian and checks of the .deb's contents
 #                             (tests/package/run.sh)
+#   make package-install-test the .deb installed with apt-get in a fresh bookworm container, then
+#                             serving the default site (tests/package/container.sh; as root)
 #   make container-test       build the container image with podman and test it (as root;
 #                             installs podman and makes a local base image when missing)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
@@ -37,10 +39,11 @@
 # starts make again with the same goals and variables; that second make sees the machine as
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
-DEPS_GOALS := run test fuzz fuzz-run container-test bench install man package package-test
+DEPS_GOALS := run test fuzz fuzz-run container-test bench install man package package-test \
+              package-install-test
 DEPS_SETS  := build \
     $(if $(filter test fuzz-run container-test,$(MAKECMDGOALS)),test) \
-    $(if $(filter package package-test,$(MAKECMDGOALS)),package) \
+    $(if $(filter package package-test package-install-test,$(MAKECMDGOALS)),package) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
     $(if $(filter bench,$(MAKECMDGOALS)),bench)
 
@@ -119,7 +122,7 @@ FUZZERS := fuzz_request fuzz_connection
 FUZZ_SECONDS ?= 60
 
 .PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test bench \
-        install uninstall man package package-test
+        install uninstall man package package-test package-install-test
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -269,6 +272,9 @@ package:
 
 package-test:
 	@bash tests/package/run.sh
+
+package-install-test:
+	@bash tests/package/container.sh
 
 clean:
 	rm -rf build build-tsan build-asan build-fuzz
