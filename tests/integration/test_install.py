@@ -20,7 +20,9 @@ def make(*args, timeout=300):
     cmd = ["make", "--no-print-directory", "BUILD=" + BUILD]
     if build in SANITIZE:
         cmd.append("SANITIZE=" + SANITIZE[build])
-    p = subprocess.run(cmd + list(args), cwd=REPO, stdin=subprocess.DEVNULL,
+    # A make of its own, not a part of the `make test` that may be running this suite.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    p = subprocess.run(cmd + list(args), cwd=REPO, stdin=subprocess.DEVNULL, env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=T(timeout))
     out = p.stdout.decode("utf-8", "replace")
     assert p.returncode == 0, out
