@@ -169,24 +169,19 @@ def _man_directives(page):
 
 
 def _readme_directives():
+    """{name: "top" or "site"} from README.md's two directive tables."""
     out = subprocess.run([sys.executable, os.path.join(REPO, "tools/mkman.py"), "--directives",
                           os.path.join(REPO, "README.md")], stdout=subprocess.PIPE,
                          check=True).stdout.decode()
-    return {l.split()[0] for l in out.splitlines()}
+    return dict(l.split() for l in out.splitlines())
 
 
-def _source_directives():
-    """The directives the server's parser knows, from its tables (server/config.c: the
-    process-wide table; server/site.c: site_directives)."""
-    config = open(os.path.join(REPO, "server/config.c")).read()
-    table = config[config.index("static const struct directive directives[]"):]
-    table = table[:table.index("};")]
-    names = set(re.findall(r'\{ "([a-z_]+)",', table))
-    site = open(os.path.join(REPO, "server/site.c")).read()
-    block = site[site.index("site_directives[]"):]
-    block = block[:block.index("};")]
-    names |= set(re.findall(r'"([a-z_]+)"', block))
-    return names
+def _table_directives():
+    """{name: context flags} from the parser's one table (server/directives.c)."""
+    src = open(os.path.join(REPO, "server/directives.c")).read()
+    table = src[src.index("const struct directive directive_table[] = {"):]
+    table = table[:table.index("\n};")]
+    return dict(re.findall(r'\{\s*"([a-z_]+)",\s*(IN_[A-Z_]+(?:\s*\|\s*IN_[A-Z_]+)*)', table))
 
 
 def test_man_pages_lint_clean_and_list_every_directive(tmpdir):
@@ -200,11 +195,15 @@ def test_man_pages_lint_clean_and_list_every_directive(tmpdir):
     assert r.returncode == 0 and r.stdout.decode().strip() == "", r.stdout.decode()
 
     readme = _readme_directives()
-    assert _man_directives(pages[1]) == readme
-    source = _source_directives()
-    assert len(source) > 40, source
-    assert readme == source, ("README only: %s; parser only: %s"
-                              % (sorted(readme - source), sorted(source - readme)))
+    assert _man_directives(pages[1]) == set(readme)
+    table = _table_directives()
+    assert len(table) > 40, table
+    assert set(readme) == set(table), ("README only: %s; parser only: %s"
+                                       % (sorted(set(readme) - set(table)),
+                                          sorted(set(table) - set(readme))))
+    # The contexts agree: README's process-wide table holds exactly the top-level-only ones.
+    wrong = sorted(n for n, c in table.items() if (c == "IN_TOP") != (readme[n] == "top"))
+    assert not wrong, "context differs between README and the table: %s" % wrong
     # The binary agrees: each directive is known (an invalid value, never "unknown").
     conf = os.path.join(tmpdir, "probe.conf")
     for name in sorted(readme):
