@@ -209,12 +209,22 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
     }
     bool log = !strcmp(d->name, "access_log") || !strcmp(d->name, "error_log");
     if (log && strcmp(v, "off") && strcmp(v, "stdout") && strcmp(v, "stderr")) {
-        int fd = open(v, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, v, strerror(errno));
-            return -1;
+        /* Checked, not created: `lfhttpd -t` run by root must not leave a root-owned log
+         * file that the service's own user then cannot open. */
+        int fd = open(v, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+        } else {
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof(dir), "%s", v);
+            char *slash = strrchr(dir, '/');
+            if (slash)
+                *(slash == dir ? slash + 1 : slash) = '\0';
+            if (errno != ENOENT || access(slash ? dir : ".", W_OK | X_OK) < 0) {
+                fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, v, strerror(errno));
+                return -1;
+            }
         }
-        close(fd);
     } else if (!strcmp(d->name, "mime_types") && access(v, R_OK) < 0) {
         fprintf(stderr, "%s: mime_types %s: %s\n", x->where, v, strerror(errno));
         return -1;
@@ -235,7 +245,8 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
     }
     struct listen_addr *la = &cfg->listen[cfg->nlisten];
     if (config_parse_listen(args[0], la) < 0) {
-        fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT or [V6]:PORT)\n",
+        fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT or "
+                        "systemd:NAME)\n",
                 x->where, args[0]);
         return -1;
     }

@@ -56,6 +56,11 @@ def indent(text, prefix="    "):
     return "\n".join(prefix + l for l in text.rstrip("\n").splitlines())
 
 
+def selected(k, name):
+    """-k: SUBSTRING, or several separated by commas (any of them)."""
+    return any(part and part in name for part in k.split(","))
+
+
 def scale_for(build):
     b = os.path.basename(os.path.normpath(build)).lower()
     return 3.0 if ("tsan" in b or "asan" in b or "san" in b) else 1.0
@@ -164,7 +169,7 @@ def worker_main(args):
              if n.startswith("test_") and inspect.isfunction(f) and f.__module__ == modname]
     tests.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
     if args.k:
-        tests = [(n, f) for n, f in tests if args.k in "%s::%s" % (fname, n)]
+        tests = [(n, f) for n, f in tests if selected(args.k, "%s::%s" % (fname, n))]
     emit(ev="list", names=[n for n, _ in tests])
     signal.signal(signal.SIGALRM, _alarm)
     for idx, (name, fn) in enumerate(tests):
@@ -401,7 +406,8 @@ def _sigterm(signum, frame):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build", help="build directory (default: build)")
-    ap.add_argument("-k", default=None, help="only run tests whose name contains SUBSTRING")
+    ap.add_argument("-k", default=None,
+                    help="only run tests whose name contains SUBSTRING (A,B: either)")
     ap.add_argument("-j", type=int, default=2, help="test files run in parallel (default 2)")
     ap.add_argument("--timeout", type=float, default=None,
                     help="per-test timeout in seconds (default 60, x3 for sanitizer builds)")
@@ -443,7 +449,7 @@ def main():
             for n in sorted(os.listdir(tdir)):
                 p = os.path.join(tdir, n)
                 if n.startswith("test_") and os.path.isfile(p) and os.access(p, os.X_OK):
-                    if args.k and args.k not in "unit/" + n:
+                    if args.k and not selected(args.k, "unit/" + n):
                         continue
                     units.append(p)
         files = sorted(os.path.join(INTEGRATION, n) for n in os.listdir(INTEGRATION)
