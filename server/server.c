@@ -78,7 +78,7 @@ void server_begin_drain(struct server *srv)
     atomic_store(&srv->drain_deadline, now_ms() + timeout);
     log_notice("draining: stopped accepting, %u connection(s) open, deadline %u ms",
                atomic_load(&srv->nconns), timeout);
-    systemd_stopping(srv, atomic_load(&srv->nconns));
+    systemd_stopping(&srv->sd, atomic_load(&srv->nconns));
     for (unsigned i = 0; i < srv->nlisteners; i++) {
         hs_del(srv->listeners[i].hs, &srv->listeners[i].eh);
         /* Refuse new connections now; the fd itself stays valid until exit, so an acceptor
@@ -91,6 +91,23 @@ void server_begin_drain(struct server *srv)
     conn_sweep(srv, now_ms(), true, false); /* close idle keep-alive connections */
     if (atomic_load(&srv->nconns) == 0)
         stop_pool(srv);
+}
+
+/* The one-line summary systemd's STATUS= carries. */
+static void status_summary(void *arg, char *out, size_t size)
+{
+    struct server *srv = arg;
+    uint64_t requests = 0;
+    for (unsigned i = 0; i < srv->pool.nworkers; i++)
+        requests += atomic_load_explicit(&srv->pool.workers[i].stats.requests,
+                                         memory_order_relaxed);
+    /* The published runtime's generation: srv->generation belongs to the reloading thread. */
+    struct runtime *rt = server_runtime(srv);
+    snprintf(out, size, "%s: %u connection(s), %llu request(s), configuration generation %u",
+             atomic_load(&srv->draining) ? "draining" : "serving",
+             atomic_load_explicit(&srv->nconns, memory_order_relaxed),
+             (unsigned long long)requests, rt->generation);
+    runtime_unref(rt);
 }
 
 static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w)
@@ -108,7 +125,7 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
-    systemd_tick(srv);
+    systemd_tick(&srv->sd);
     hs_rearm(srv->hs, eh, EPOLLIN);
 }
 
@@ -368,6 +385,8 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     }
     if (systemd_init(&srv->sd, TICK_MS) < 0)
         return -1;
+    srv->sd.summary = status_summary;
+    srv->sd.summary_arg = srv;
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
     if (unused) {
         fprintf(stderr, "lfhttpd: socket '%s' passed by systemd is used by no listener (add "
@@ -433,9 +452,9 @@ void server_reload(struct server *srv)
 {
     if (atomic_load(&srv->draining))
         return;
-    systemd_reloading(srv);
+    systemd_reloading(&srv->sd);
     reload(srv);
-    systemd_ready(srv);
+    systemd_ready(&srv->sd);
 }
 
 static void reload(struct server *srv)
@@ -531,7 +550,7 @@ void server_run(struct server *srv)
     log_notice("lfhttpd serving %s with %u threads (%s)", rt->cfg.sites.sites[0].base.root,
                srv->pool.nthreads, concurrency_names[srv->pool.mode]);
     runtime_unref(rt);
-    systemd_ready(srv);
+    systemd_ready(&srv->sd);
     tp_run(&srv->pool);
     log_notice("stopped");
 }

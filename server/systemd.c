@@ -13,8 +13,6 @@
 
 #include "config.h"
 #include "log.h"
-#include "runtime.h"
-#include "server.h"
 
 /* STATUS= from the tick is rebuilt every this many ticks (once a second at 250 ms) and sent
  * only when it changed. */
@@ -124,34 +122,18 @@ const struct systemd_socket *systemd_unclaimed(const struct systemd_state *sd,
     return NULL;
 }
 
-/* A one-line summary of the server for STATUS=. */
-static void summary(struct server *srv, char *out, size_t size)
+void systemd_ready(struct systemd_state *sd)
 {
-    uint64_t requests = 0;
-    for (unsigned i = 0; i < srv->pool.nworkers; i++)
-        requests += atomic_load_explicit(&srv->pool.workers[i].stats.requests,
-                                         memory_order_relaxed);
-    /* The published runtime's generation: srv->generation belongs to the reloading thread. */
-    struct runtime *rt = server_runtime(srv);
-    snprintf(out, size, "%s: %u connection(s), %llu request(s), configuration generation %u",
-             atomic_load(&srv->draining) ? "draining" : "serving",
-             atomic_load_explicit(&srv->nconns, memory_order_relaxed),
-             (unsigned long long)requests, rt->generation);
-    runtime_unref(rt);
-}
-
-void systemd_ready(struct server *srv)
-{
-    if (!srv->sd.notify)
+    if (!sd->notify)
         return;
-    char status[160];
-    summary(srv, status, sizeof(status));
+    char status[sizeof(sd->status)];
+    sd->summary(sd->summary_arg, status, sizeof(status));
     sd_notifyf(0, "READY=1\nSTATUS=%s", status);
 }
 
-void systemd_reloading(struct server *srv)
+void systemd_reloading(const struct systemd_state *sd)
 {
-    if (!srv->sd.notify)
+    if (!sd->notify)
         return;
     /* MONOTONIC_USEC: when the reload began, on CLOCK_MONOTONIC (sd_notify(3)). */
     struct timespec ts;
@@ -160,16 +142,15 @@ void systemd_reloading(struct server *srv)
                (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000);
 }
 
-void systemd_stopping(struct server *srv, unsigned open_connections)
+void systemd_stopping(const struct systemd_state *sd, unsigned open_connections)
 {
-    if (!srv->sd.notify)
+    if (!sd->notify)
         return;
     sd_notifyf(0, "STOPPING=1\nSTATUS=draining: %u connection(s) open", open_connections);
 }
 
-void systemd_tick(struct server *srv)
+void systemd_tick(struct systemd_state *sd)
 {
-    struct systemd_state *sd = &srv->sd;
     if (!sd->notify)
         return;
     sd->ticks++;
@@ -177,7 +158,7 @@ void systemd_tick(struct server *srv)
     char status[sizeof(sd->status)];
     bool changed = false;
     if (sd->ticks % STATUS_TICKS == 0) {
-        summary(srv, status, sizeof(status));
+        sd->summary(sd->summary_arg, status, sizeof(status));
         changed = strcmp(status, sd->status) != 0;
         if (changed)
             memcpy(sd->status, status, sizeof(status));

@@ -21,11 +21,11 @@
 #define LF_SYSTEMD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 struct listen_addr;
-struct server;
 
 #define SYSTEMD_MAX_SOCKETS 64
 
@@ -45,6 +45,10 @@ struct systemd_state {
     unsigned watchdog_ticks;     /* ping every this many timer ticks; 0: no watchdog */
     unsigned ticks;              /* timer ticks seen (only the timer handler touches it) */
     char status[160];            /* the last STATUS= sent from the tick */
+    /* Writes the one-line summary STATUS= carries (set by the server before any notification;
+     * systemd.c knows nothing of what it summarises). */
+    void (*summary)(void *arg, char *out, size_t size);
+    void *summary_arg;
 };
 
 /* Take the sockets systemd passed (and remove LISTEN_* from the environment, so that no child
@@ -62,10 +66,10 @@ const struct systemd_socket *systemd_unclaimed(const struct systemd_state *sd,
                                                const struct listen_addr *la, unsigned n);
 
 /* The notifications; each is a no-op without NOTIFY_SOCKET. */
-void systemd_ready(struct server *srv);
-void systemd_reloading(struct server *srv);
-void systemd_stopping(struct server *srv, unsigned open_connections);
+void systemd_ready(struct systemd_state *sd);
+void systemd_reloading(const struct systemd_state *sd);
+void systemd_stopping(const struct systemd_state *sd, unsigned open_connections);
 /* Called by every timer tick: WATCHDOG=1 when due, STATUS= when the summary changed. */
-void systemd_tick(struct server *srv);
+void systemd_tick(struct systemd_state *sd);
 
 #endif
