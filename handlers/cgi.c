@@ -533,32 +533,51 @@ static void close_pair(int p[2])
             close(p[i]);
 }
 
-/* posix_spawn the script with stdin from `stdin_fd` and the given pipe ends. 0 or an errno. */
+/* posix_spawn the script with stdin from `stdin_fd` and the given pipe ends. 0 or an errno.
+ * Every file action and attribute is checked: one left out (an allocation failed) would start
+ * the script with the server's own stdin or stdout. */
 static int spawn_script(struct cgi_job *job, int stdin_fd, int out_fd, int err_fd)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc)
+        return rc;
+    rc = posix_spawnattr_init(&at);
+    if (rc) {
+        posix_spawn_file_actions_destroy(&fa);
+        return rc;
+    }
+    /* The directory first: its descriptor may be the number a dup2 below replaces (3 is free
+     * for a request's directory once a reload closed the first runtime's root). */
+    rc = posix_spawn_file_actions_addfchdir_np(&fa, job->dir_fd);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
     /* The script runs from the descriptor that was checked: no path is looked up again. fd 3
      * stays open (without close-on-exec) so an interpreter can open /proc/self/fd/3. */
-    posix_spawn_file_actions_adddup2(&fa, job->script_fd, 3);
-    posix_spawn_file_actions_addfchdir_np(&fa, job->dir_fd);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, job->script_fd, 3);
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);  /* the pool blocks SIGINT/SIGTERM; scripts don't */
-    posix_spawnattr_setsigdefault(&at, &all); /* SIGPIPE is ignored here, not there */
-    posix_spawnattr_setpgroup(&at, 0);       /* its own process group: killed as a whole */
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+    if (!rc)
+        rc = posix_spawnattr_setsigmask(&at, &none); /* the pool blocks SIGINT/SIGTERM */
+    if (!rc)
+        rc = posix_spawnattr_setsigdefault(&at, &all); /* SIGPIPE is ignored here, not there */
+    if (!rc)
+        rc = posix_spawnattr_setpgroup(&at, 0); /* its own process group: killed as a whole */
+    if (!rc)
+        rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                               POSIX_SPAWN_SETSIGDEF);
     const char *base = strrchr(job->name, '/');
     char *argv[] = { (char *)(uintptr_t)(base ? base + 1 : job->name), NULL };
     pid_t pid;
-    int rc = posix_spawn(&pid, "/proc/self/fd/3", &fa, &at, argv, job->env.vars);
+    if (!rc)
+        rc = posix_spawn(&pid, "/proc/self/fd/3", &fa, &at, argv, job->env.vars);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rc == 0)

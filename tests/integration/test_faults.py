@@ -187,11 +187,12 @@ def kinds(srv):
         ("metrics", "GET", "/metrics", b"",
          lambda r: r.status == 200 and b"lfhttpd_requests_total" in r.body),
         ("cgi", "GET", "/cgi-bin/hello", b"", lambda r: r.status == 200 and r.body == b"hello\n"),
+        CGI_BODY,
     ]
 
 
-# Not among kinds() until handlers/cgi.c checks posix_spawn_file_actions_adddup2 (see
-# known_bug_cgi_spawn_file_actions_failure_loses_the_request_body).
+# A script that reads its stdin: each of its file actions (the dup2 of stdin, stdout...)
+# allocates, and one left out would run it on the server's own stdin or stdout.
 CGI_BODY = ("cgi body", "POST", "/cgi-bin/cat", CAT_BODY,
             lambda r: r.status == 200 and r.body == CAT_BODY)
 
@@ -232,11 +233,8 @@ def kind_file_bytes(path):
 
 
 def run_load(srv, n, errors, counts, threads=3, tls=False):
-    """n requests of every kind in turn, from `threads` clients at once. Not CGI: when two
-    allocations in a row fail in spawn_script, a script runs with neither its stdin nor its stdout
-    redirected (known_bug_cgi_spawn_file_actions_...); each allocation of a CGI request is
-    failed on its own by test_allocation_failing_at_each_point_of_each_request instead."""
-    ks = [k for k in kinds(srv) if not k[2].startswith("/cgi-bin/")]
+    """n requests of every kind in turn, from `threads` clients at once."""
+    ks = kinds(srv)
     _FILES.update({"/kib.txt": srv.files["/kib.txt"], "/big.bin": srv.files["/big.bin"]})
     addr = srv.https if tls else srv.http
     lock = threading.Lock()
@@ -568,20 +566,3 @@ def known_bug_openssl_rsa_blinding_signs_wrongly_after_an_allocation_failure(tmp
             assert r.complete and kind[4](r), "after allocation %d failed: %r" % (n, r)
         if not fired:
             break
-
-
-def known_bug_cgi_spawn_file_actions_failure_loses_the_request_body(tmpdir):
-    """Known bug in handlers/cgi.c (left for its rewrite; not collected: rename to test_ once
-    fixed). spawn_script ignores what posix_spawn_file_actions_adddup2 returns; the first one
-    (stdin) allocates the actions' array, so when that allocation fails the script is started
-    without its stdin redirected: it reads the server's own stdin, never sees the request
-    body, and the client gets a 200 with what the script made of no body (here, empty) instead
-    of a 503. When the next one's allocation fails too (each retries it), stdout is not
-    redirected either: the script writes into the server's own stdout (the access log, with
-    `access_log stdout`) and the client gets a 502 "no output". The same unchecked calls can
-    leave stderr, the script's descriptor or its working directory unset."""
-    f = Faults(tmpdir)
-    srv = _server(tmpdir, f)
-    all_correct(srv)
-    n, counts = _sweep(srv, f, CGI_BODY, ALLOC)
-    assert n > 1
