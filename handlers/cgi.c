@@ -628,8 +628,16 @@ static int job_spawn(struct cgi_job *job)
               ex_watch(ex, &job->w[W_TIMER], tfd, WATCH_IN, on_timer) == 0 &&
               (in[1] < 0 || ex_watch(ex, &job->w[W_STDIN], in[1], 0, on_stdin) == 0);
     if (!ok) {
+        /* Nothing may be left for events that will never come: the handles that were
+         * registered leave the exchange, the script goes and is reaped here (a spawner may
+         * wait, and a killed script is short), so writable() answers 503 and the exchange
+         * ends with nothing watched. */
         log_error("cgi %s: cannot watch the script: %s", job->name, strerror(errno));
-        kill_group(job); /* job_free reaps it */
+        kill_group(job);
+        for (int k = 0; k < W_COUNT; k++)
+            watch_close(job, k);
+        waitpid(job->pid, NULL, 0);
+        job->pid = 0;
         return 503;
     }
     job->body_to_stdin = in[1] >= 0;

@@ -138,12 +138,17 @@ def ask(addr, method, path, body=b"", tls=None):
             c.send(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        gave_up = False
         try:
             while c._fill():
                 pass
+        except TimeoutError:
+            gave_up = True    # the server kept the connection open after all
         except (ConnectionResetError, OSError):
             pass
-        return Reply(bytes(c.buf), method)
+        r = Reply(bytes(c.buf), method)
+        r.gave_up = gave_up
+        return r
 
 
 # ---- the requests and what each must get -----------------------------------------------------
@@ -475,10 +480,12 @@ def test_accept_shortage_pauses_and_resumes(tmpdir):
 
 def test_registration_failures(tmpdir):
     """epoll_ctl(EPOLL_CTL_ADD) failing (the kernel's memory for a registration): a new
-    connection gets a 503 on the raw socket and the next one is served. Then every
-    registration a script makes fails in turn: whatever the answer, the server goes on and
-    the next request is served (what the answer should be:
-    known_bug_cgi_registration_failures_...)."""
+    connection gets a 503 on the raw socket and the next one is served. Then each registration
+    a CGI request makes fails in turn, once (the n-th) and for good (the n-th and every later
+    one): its script's pipes, its exit, its timer, the connection's set of them in the shared
+    set. Each time the answer is a complete 503 or the right one, the connection is closed as
+    the answer says (the client never has to give up), the script is reaped, descriptors and
+    threads are back, and the next request is served."""
     f = Faults(tmpdir)
     srv = _server(tmpdir, f)
     all_correct(srv)
@@ -494,48 +501,34 @@ def test_registration_failures(tmpdir):
         assert r.complete and k[4](r), r
     base.check("after connections could not be registered")
     k = ks["cgi"]
-    n = 0
-    for n in range(1, 50):
-        f.countdown(["epoll_ctl"], n)
-        r = ask(srv.http, k[1], k[2])
-        fired = f.mode() == 0
-        f.off()
-        assert srv.alive(), "the server died when registration %d failed" % n
-        assert r.status is None or (r.complete and (r.status == 503 or k[4](r))), \
-            "registration %d: %r" % (n, r)
-        r = ask(srv.http, k[1], k[2])
-        assert r.complete and k[4](r), "after registration %d failed: %r" % (n, r)
-        if not fired:
-            break
-    assert n > 4, "a script made only %d registrations?" % (n - 1)
-
-
-def known_bug_cgi_registration_failures_lose_the_answer_or_leak(tmpdir):
-    """Known bugs in handlers/cgi.c and server/connection.c (not collected: rename to test_
-    once fixed). Failing the n-th epoll_ctl(EPOLL_CTL_ADD) of a plain CGI GET (n=1 is the
-    connection's own, answered 503 as it should be):
-      n=2, 3, the first of job_spawn's ex_watch() calls: 503, but the killed script is never
-           reaped (a zombie for as long as the server runs) and three descriptors are left
-           open, each time;
-      n=4, 5, a later ex_watch(): 503 with `Connection: close`, but the connection is not
-           closed: the client waits until it gives up;
-      n=7, watch_set_park adding the connection's private set of watched handles to the
-           shared set: the connection is closed without a response.
-    Each should be a 503, the connection closed as announced, nothing left behind."""
-    f = Faults(tmpdir)
-    srv = _server(tmpdir, f)
-    all_correct(srv)
-    base = Baseline(srv)
-    k = [k for k in kinds(srv) if k[0] == "cgi"][0]
-    for n in range(1, 50):
-        f.countdown(["epoll_ctl"], n)
-        r = ask(srv.http, k[1], k[2])
-        fired = f.mode() == 0
-        f.off()
-        assert r.complete and (r.status == 503 or k[4](r)), "registration %d: %r" % (n, r)
-        base.check("after registration %d failed" % n)
-        if not fired:
-            break
+    for mode in ("once", "from then on"):
+        seen = {}
+        n = 0
+        for n in range(1, 50):
+            if mode == "once":
+                f.countdown(["epoll_ctl"], n)
+            else:
+                f.starting_at(["epoll_ctl"], n)
+            r = ask(srv.http, k[1], k[2])
+            fired = f.mode() in (0, 1)    # countdown: back to off; starting_at: always
+            f.off()
+            what = "registration %d failing %s" % (n, mode)
+            assert srv.alive(), "the server died: " + what
+            assert r.complete and (r.status == 503 or k[4](r)), "%s: %r" % (what, r)
+            assert not r.gave_up, "%s: %r, but the connection stayed open" % (what, r)
+            if fired:
+                seen[n] = r.status
+            base.check("after " + what)
+            assert not zombies_of(srv.proc.pid), what
+            r = ask(srv.http, k[1], k[2])
+            assert r.complete and k[4](r), "after %s: %r" % (what, r)
+            # That connection gone too, so that the next count starts with the next request's.
+            base.check("after the request that followed")
+            if not fired:
+                break
+        print("%s: %s" % (mode, seen))
+        assert n > 6, "a script made only %d registrations?" % (n - 1)
+        assert 503 in seen.values(), seen
 
 
 def known_bug_openssl_rsa_blinding_signs_wrongly_after_an_allocation_failure(tmpdir):
