@@ -41,6 +41,7 @@ struct ex_deferred {
     bool complete;                  /* the response is complete (or replaced by a redirect) */
     bool asked_body;                /* ex_want_body() was called once (100 Continue) */
     bool expect_continue;           /* the client waits for 100 Continue before its body */
+    bool req_keep_alive;            /* the request's own keep-alive (ex.req is gone later) */
     uint8_t framing;                /* XF_* once a stream has begun */
     uint64_t left;                  /* XF_LENGTH: body bytes still to send */
     const struct ex_filter_ops *fops; /* the generation's stream filter, when it offered */
@@ -280,6 +281,7 @@ struct exchange *ex_defer(struct exchange *ex, void *state)
     xd->ops = ex->loc->ops;
     xd->inst = ex->loc->instance;
     xd->expect_continue = req->expect_continue && req->has_body;
+    xd->req_keep_alive = req->keep_alive;
     xd->d.ex = &xd->ex;
     xd->d.sink = ex->sink;
     xd->d.watch_set.fd = -1;
@@ -306,8 +308,7 @@ int ex_want_body(struct exchange *ex, bool want)
         if (rc < 0)
             return rc;
         xd->expect_continue = false;
-        if (ex->req)
-            ex->keep_alive = ex->req->keep_alive && !xd->d.close;
+        ex->keep_alive = xd->req_keep_alive && !xd->d.close;
     }
     xd->asked_body |= want;
     if (want)
@@ -697,6 +698,9 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
     struct ex_deferred *xd = ex.xd;
     *out = (struct served){ NULL, false };
     if (xd) {
+        /* The request lives in the connection's read buffer and this frame: from here on the
+         * deferred exchange has only what ex_defer() copied. */
+        xd->ex.req = NULL;
         out->deferred = &xd->d; /* on failure too: the connection closes and aborts it */
         settle(xd);
         return rc2;
