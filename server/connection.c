@@ -1103,6 +1103,8 @@ static enum step answer(struct conn *c, struct worker *w, struct input *in,
     c->xd = out.deferred;
     c->limit_req[0] = out.limits[0];
     c->limit_req[1] = out.limits[1];
+    if (!c->xd && !sending(c))
+        release_request_limits(c); /* answered in full already: no longer in flight */
     if (out.close)
         c->close_after = CLOSE_CLEAN;
     if (r < 0) {
