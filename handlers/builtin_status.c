@@ -209,13 +209,19 @@ static void status_json(struct out *o, const struct server_snapshot *s)
     outf(o, "\"compress\":{\"made\":{\"br\":%llu,\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
             "\"bytes_out\":%llu,\"not_smaller\":%llu,\"failed\":%llu,\"disk_hits\":%llu,"
             "\"disk_writes\":%llu,\"disk_evictions\":%llu,\"dropped\":%llu,\"queued\":%u,"
-            "\"running\":%u},",
+            "\"running\":%u,",
          (unsigned long long)z->made[FC_BR], (unsigned long long)z->made[FC_ZSTD],
          (unsigned long long)z->made[FC_GZIP], (unsigned long long)z->bytes_in,
          (unsigned long long)z->bytes_out, (unsigned long long)z->not_smaller,
          (unsigned long long)z->failed, (unsigned long long)z->disk_hits,
          (unsigned long long)z->disk_writes, (unsigned long long)z->disk_evictions,
          (unsigned long long)z->dropped, z->queued, z->running);
+    outf(o, "\"dynamic\":{\"made\":{\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
+            "\"bytes_out\":%llu,\"busy\":%llu,\"failed\":%llu,\"active\":%u}},",
+         (unsigned long long)z->stream_made[FC_ZSTD], (unsigned long long)z->stream_made[FC_GZIP],
+         (unsigned long long)z->stream_in, (unsigned long long)z->stream_out,
+         (unsigned long long)z->stream_busy, (unsigned long long)z->stream_failed,
+         z->stream_active);
     const struct limit_stats *l = &s->core.limits;
     outf(o, "\"limits\":{\"table_size\":%llu,\"table_bytes\":%llu,\"entries\":%llu,"
             "\"evictions\":%llu,\"fail_open\":%llu,\"connections_refused\":%llu,"
@@ -347,6 +353,21 @@ static int metrics_handle(void *inst, struct exchange *ex)
            "Idle clients evicted from the per-client limits table.", l->evictions);
     metric(&o, "lfhttpd_limit_table_fail_open_total", "counter",
            "Clients let through because the limits table had no free entry.", l->fail_open);
+    outf(&o, "# HELP lfhttpd_compress_dynamic_responses_total Streamed responses compressed "
+             "(compress_dynamic), by coding.\n"
+             "# TYPE lfhttpd_compress_dynamic_responses_total counter\n");
+    for (int i = FC_ZSTD; i <= FC_GZIP; i++)
+        outf(&o, "lfhttpd_compress_dynamic_responses_total{coding=\"%s\"} %llu\n",
+             fc_encoding_names[i], (unsigned long long)s.cz.stream_made[i]);
+    metric(&o, "lfhttpd_compress_dynamic_input_bytes_total", "counter",
+           "Bytes of streamed bodies compressed.", s.cz.stream_in);
+    metric(&o, "lfhttpd_compress_dynamic_output_bytes_total", "counter",
+           "Bytes they compressed into.", s.cz.stream_out);
+    metric(&o, "lfhttpd_compress_dynamic_busy_total", "counter",
+           "Streamed responses sent identity: compress_dynamic_max were being compressed.",
+           s.cz.stream_busy);
+    metric(&o, "lfhttpd_compress_dynamic_active", "gauge", "Streamed responses being compressed.",
+           s.cz.stream_active);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
            (unsigned long long)s.core.uptime);
     metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.core.draining);

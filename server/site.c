@@ -47,6 +47,7 @@ void loc_conf_init(struct loc_conf *lc)
     lc->compress_cache_size = -1;
     lc->limit_conn = -1;
     lc->limit_req_burst = -1;
+    lc->compress_dynamic = -1;
 }
 
 int site_set_init(struct site_set *ss)
@@ -242,6 +243,8 @@ static void inherit(struct loc_conf *lc, const struct loc_conf *p)
         lc->limit_req_interval = p->limit_req_interval;
         lc->limit_req_rule = p->limit_req_rule;
     }
+    if (lc->compress_dynamic < 0)
+        lc->compress_dynamic = p->compress_dynamic;
     /* Like nginx: a level that sets any add_header / error_page replaces the parent's list. */
     if (lc->nheaders < 0) {
         lc->nheaders = p->nheaders;
@@ -330,6 +333,7 @@ void site_set_finish(struct site_set *ss)
     defaults.compress_cache_size = 256 * 1024 * 1024;
     defaults.limit_conn = 0;
     defaults.limit_req_burst = 0;
+    defaults.compress_dynamic = 0; /* per-request work: asked for, never assumed */
 
     for (unsigned i = 0; i < ss->nsites; i++) {
         name_rules(&ss->sites[i], &ss->sites[i].base);

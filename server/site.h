@@ -82,6 +82,7 @@ struct loc_conf {
     uint64_t limit_req_interval; /* ns between two requests at the rate; 0 = off */
     int limit_req_burst;      /* requests at once; -1 unset */
     uint32_t limit_req_rule;
+    int compress_dynamic;     /* on|off: streamed responses (CGI, test endpoints), gzip/zstd */
 
     /* Filled at server start-up. */
     struct auth_users *auth_users;
