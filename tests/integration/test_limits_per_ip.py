@@ -226,9 +226,8 @@ def test_conn_limit_in_location_counts_requests_in_flight(tmpdir):
 # ---- the real client: trusted proxies, PROXY protocol, IPv6 /64 ---------------------------------
 
 def test_behind_trusted_proxy_the_forwarded_client_is_limited(tmpdir):
-    conf = "trusted_proxies 127.0.0.1\nlimit_conn_per_ip 1\ntest_endpoints /_test/\n" \
-           "location / {\n    limit_req_per_ip 1r/m burst 3\n}\n"
-    s = _start(tmpdir, conf)
+    s = _start(tmpdir, "trusted_proxies 127.0.0.1\nlocation / {\n"
+               "    limit_req_per_ip 1r/m burst 3\n}\n")
 
     def via_proxy(path, client):
         return _get(s, path, "127.0.0.1", [("X-Forwarded-For", client)])
@@ -238,14 +237,25 @@ def test_behind_trusted_proxy_the_forwarded_client_is_limited(tmpdir):
         assert via_proxy("/one.txt", "203.0.113.9").status == 429
         # the proxy's other clients are not its fault
         assert via_proxy("/one.txt", "203.0.113.10").status == 200
-        # connections from the proxy are not counted as one client's: the top level's
-        # limit_conn_per_ip counts each forwarded client's requests in flight instead
+    finally:
+        s.stop()
+    assert "203.0.113.9" in s.stderr and "127.0.0.1 is over" not in s.stderr, s.stderr
+
+
+def test_behind_trusted_proxy_connections_count_per_request(tmpdir):
+    """Connections from a trusted proxy are not counted as one client's: the top level's
+    limit_conn_per_ip counts each forwarded client's requests in flight instead."""
+    os.makedirs(os.path.join(tmpdir, "a"))
+    s = _start(os.path.join(tmpdir, "a"), "trusted_proxies 127.0.0.1\nlimit_conn_per_ip 1\n"
+               "test_endpoints /_test/\n")
+    try:
         with Conn(s, source="127.0.0.1") as c1, Conn(s, source="127.0.0.1") as c2:
             c1.send(req("GET", DRIP, [("X-Forwarded-For", "198.51.100.1")]))
-            c1._fill()
+            c1._fill()   # the head has come: the request is in flight (its body drips)
             assert c1.buf.startswith(b"HTTP/1.1 200"), c1.buf
             c2.send(req("GET", "/_test/status/200", [("X-Forwarded-For", "198.51.100.1")]))
-            assert c2.read_response().status == 429
+            r = c2.read_response()
+            assert r.status == 429 and r.header("Retry-After") == "1", r
             c2.send(req("GET", "/_test/status/200", [("X-Forwarded-For", "198.51.100.2")]))
             assert c2.read_response().status == 200
     finally:
