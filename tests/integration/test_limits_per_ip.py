@@ -61,7 +61,8 @@ def _refused(s, source, addr=None):
         c.send(req("GET", "/one.txt"))
         r = c.read_response()
         assert r.status == 429 and r.header("Retry-After", "").isdigit(), r
-        assert c.wait_closed(), "refused connection left open"
+        rest = c.read_all()   # until the close (not select(): fds may be past 1024 here)
+        assert rest == b"" and c.eof, "refused connection left open: %r" % rest[:200]
     return r
 
 
@@ -354,6 +355,39 @@ def test_flood_of_addresses_stays_in_the_table_and_evicts(tmpdir):
         assert grown * 1024 <= st["table_bytes"] + 8 * 1024 * 1024, (grown, st)
     finally:
         s.stop()
+
+
+def test_table_full_of_connections_fails_open_and_never_evicts_them(tmpdir):
+    """Every entry holds a connection: none may be evicted (its count would be lost), so the
+    clients that find no entry are served unlimited, counted and logged once."""
+    size, clients = 1024, 1100
+    s = _start(tmpdir, "limit_table_size %d\nlimit_conn_per_ip 1\n" % size)
+    held = []
+    try:
+        deadline = time.monotonic() + T(120)
+        for i in range(clients):
+            assert time.monotonic() < deadline, "too slow: %d clients" % i
+            c = Conn(s, source="127.20.%d.%d" % (i // 254, i % 254 + 1))
+            held.append(c)
+            c.send(req("GET", "/one.txt"))
+            assert c.read_response().status == 200, i
+        st = _stats(s)
+        assert st["evictions"] == 0, st
+        assert st["entries"] <= size and st["fail_open"] >= clients - size, st
+        # the counted ones are still counted: a second connection of the first client is
+        # refused (127.0.0.1 asks for the status: its own entry may have failed open too)
+        _refused(s, "127.20.0.1")
+        m = _metrics(s)
+        assert m["lfhttpd_limit_table_fail_open_total"] >= clients - size, m
+        for c in held:
+            c.close()
+        held = []
+        assert wait_until(lambda: _stats(s)["entries"] <= 1, T(10)), _stats(s)
+    finally:
+        for c in held:
+            c.close()
+        s.stop()
+    assert s.stderr.count("new clients there are not limited") == 1, s.stderr
 
 
 # ---- configuration errors ----------------------------------------------------------------------
