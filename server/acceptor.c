@@ -153,7 +153,7 @@ static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct 
             log_notice("accepting on %s again", l->url);
         atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
-        conn_create(srv, l, fd, &peer);
+        conn_create(srv, l, fd, &peer, w);
     }
     hs_rearm(l->hs, &l->eh, EPOLLIN);
 }
