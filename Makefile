@@ -151,6 +151,10 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(WARN) -Wno-missing-prototypes $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
 
+# test_client_limits counts every allocation the library makes (none may follow the table's).
+$(BUILD)/tests/test_client_limits: private LDFLAGS += \
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
+
 unit: $(UNIT_BINS)
 
 # `make deps` installs what the build and the tests need. As a prerequisite it would install

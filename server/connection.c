@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "carry.h"
+#include "client_limits.h"
 #include "handle_set.h"
 #include "http_parser.h"
 #include "log.h"
@@ -127,8 +128,35 @@ static void refuse_raw(const struct listener *l, int fd)
     shutdown(fd, SHUT_WR);
 }
 
+static struct request_ctx request_ctx_of(struct conn *c, const struct http_request *req,
+                                         bool body_follows);
+
+/* The slots of the request in flight (client_limits.h): its response is complete. */
+_Static_assert(LIMIT_REQ_SLOTS == sizeof(((struct conn *)0)->limit_req) / sizeof(uint32_t),
+               "a request's limit slots fit struct conn");
+static void release_request_limits(struct conn *c)
+{
+    for (int k = 0; k < LIMIT_REQ_SLOTS; k++)
+        limits_release(c->rt, &c->limit_req[k]);
+}
+
+/* The client holds too many connections (limit_conn_per_ip): answer 429 at once, without
+ * waiting for its request, so that nothing of it is kept; what it sent so far is read and
+ * dropped first, so that the close that follows is not a reset. Over TLS, nothing: an answer
+ * would cost a handshake. The caller closes. */
+static void refuse_connection(struct conn *c, struct worker *w, bool tls)
+{
+    if (tls)
+        return;
+    char buf[4096];
+    for (int i = 0; i < 4 && read(c->eh.fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf); i++)
+        ;
+    struct request_ctx rc = request_ctx_of(c, NULL, false);
+    layer(c)->error(&c->sink, w, &rc, 429);
+}
+
 int conn_create(struct server *srv, const struct listener *l, int fd,
-                const struct sockaddr_storage *peer)
+                const struct sockaddr_storage *peer, struct worker *w)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -144,6 +172,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     c->tp = &transport_plain;
     c->listener = l;
     c->file_fd = -1;
+    c->limit_conn = c->limit_req[0] = c->limit_req[1] = LIMIT_NONE;
     if (peer->ss_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)peer;
         c->peer_addr = in6->sin6_addr;
@@ -157,6 +186,14 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     }
     http_parser_init(&c->parser);
     c->proxy_header = l->addr.proxy_protocol;
+    /* Counted now, unless a PROXY header is to tell who the client is (proxy_input). */
+    if (!c->proxy_header &&
+        limits_connection_open(c->rt, &c->peer_addr, &c->limit_conn, &c->limit_at_request) < 0) {
+        refuse_connection(c, w, l->addr.tls);
+        conn_free_stopped(c);
+        server_conn_closed(srv);
+        return -EBUSY;
+    }
     if (l->addr.tls && transport_tls_attach(c, c->rt->tls) < 0) {
         runtime_unref(c->rt);
         close(fd);
@@ -244,6 +281,8 @@ void conn_free_stopped(struct conn *c)
     conn_drop_file(c);
     carry_put(c->in);
     carry_put(c->out);
+    release_request_limits(c);
+    limits_release(c->rt, &c->limit_conn);
     runtime_unref(c->rt);
     free(c);
 }
@@ -931,6 +970,8 @@ static const struct sink_ops conn_sink_ops = {
  * hand it to whatever wakes it. The owner's last touch of the connection. */
 static void conn_next(struct conn *c, struct worker *w)
 {
+    if (!c->xd && !sending(c))
+        release_request_limits(c); /* its response is complete: no longer in flight */
     if (c->xd) {
         exchange_wait(c, w);
     } else if (sending(c)) {
@@ -999,7 +1040,7 @@ static struct request_ctx request_ctx_of(struct conn *c, const struct http_reque
         .srv = conn_srv(c), .rt = c->rt, .req = req, .peer_addr = c->peer_addr,
         .peer_port = c->peer_port, .tls = c->ssl != NULL, .body_follows = body_follows,
         .https_port = atomic_load_explicit(&conn_srv(c)->https_port, memory_order_relaxed),
-        .closing = draining(c) || c->close_after,
+        .closing = draining(c) || c->close_after, .limit_at_request = c->limit_at_request,
     };
 }
 
@@ -1116,10 +1157,15 @@ static enum step answer(struct conn *c, struct worker *w, struct input *in,
     c->gather = in->pos < in->have && !body_follows;
     struct request_ctx rc = request_ctx_of(c, req, body_follows && !body_here);
     struct served out;
+    release_request_limits(c); /* the last response is complete (pipelining: not yet sent) */
     int r = layer(c)->request(&c->sink, w, &rc, &out);
     c->gather = false;
     c->requests++;
     c->xd = out.deferred;
+    c->limit_req[0] = out.limits[0];
+    c->limit_req[1] = out.limits[1];
+    if (!c->xd && !sending(c))
+        release_request_limits(c); /* answered in full already: no longer in flight */
     if (out.close)
         c->close_after = CLOSE_CLEAN;
     if (r < 0) {
@@ -1170,8 +1216,9 @@ static enum step head_input(struct conn *c, struct worker *w, struct input *in)
     return answer(c, w, in, &req, &ps, r == HTTP_PARSE_HEAD);
 }
 
-/* A PROXY protocol header must come before the first request. */
-static enum step proxy_input(struct conn *c, struct input *in)
+/* A PROXY protocol header must come before the first request. It names the client: the
+ * connection is counted against that client's limit now. */
+static enum step proxy_input(struct conn *c, struct worker *w, struct input *in)
 {
     in_port_t port = ntohs(c->peer_port);
     int n = proxy_protocol_parse(in->buf + in->pos, in->have - in->pos, &c->peer_addr, &port);
@@ -1184,6 +1231,11 @@ static enum step proxy_input(struct conn *c, struct input *in)
     c->peer_port = htons(port);
     c->proxy_header = false;
     in->pos += (size_t)n;
+    if (limits_connection_open(c->rt, &c->peer_addr, &c->limit_conn, &c->limit_at_request) < 0) {
+        refuse_connection(c, w, c->ssl != NULL);
+        conn_close(c);
+        return HANDED_ON;
+    }
     return GO_ON;
 }
 
@@ -1193,7 +1245,7 @@ static enum step serve_input(struct conn *c, struct worker *w, struct input *in)
     while (in->pos < in->have) {
         enum step s;
         if (c->proxy_header) {
-            s = proxy_input(c, in);
+            s = proxy_input(c, w, in);
         } else if (c->in_body) {
             if (c->xd && !(c->xd->wants & DW_BODY))
                 return stop_reading(c, w, in); /* its exchange reads the body later, or never */

@@ -478,9 +478,10 @@ static void reload(struct server *srv)
     if (cfg.threads != cur->cfg.threads || cfg.batch != cur->cfg.batch ||
         cfg.concurrency != cur->cfg.concurrency ||
         strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
-        strcmp(cfg.error_log, cur->cfg.error_log))
-        log_warn("SIGHUP: threads, leader_batch, concurrency, user, group and error_log take "
-                 "effect only after a restart");
+        strcmp(cfg.error_log, cur->cfg.error_log) ||
+        (cur->limits && cfg.limit_table_size != cur->cfg.limit_table_size))
+        log_warn("SIGHUP: threads, leader_batch, concurrency, user, group, error_log and "
+                 "limit_table_size take effect only after a restart");
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg.listen, cfg.nlisten);
     if (unused) {
         runtime_unref(cur);
@@ -604,6 +605,7 @@ void server_gauges(struct server *srv, struct server_gauges *g)
     }
     g->conns_open = conn_gauges(srv, g->conns);
     g->timers = timer_pending(&srv->timers);
+    limit_table_stats(atomic_load_explicit(&srv->limits, memory_order_acquire), &g->limits);
 }
 
 void server_destroy(struct server *srv)
@@ -635,6 +637,7 @@ void server_destroy(struct server *srv)
     srv->hs = NULL;
     runtime_unref(atomic_exchange(&srv->rt, NULL));
     handlers_release(srv); /* after the last runtime: their work may hold runtimes */
+    limit_table_free(atomic_exchange(&srv->limits, NULL)); /* no connection holds a slot now */
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);
     carry_pool_release();
