@@ -195,9 +195,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         return -EBUSY;
     }
     if (l->addr.tls && transport_tls_attach(c, c->rt->tls) < 0) {
-        runtime_unref(c->rt);
-        close(fd);
-        free(c);
+        conn_free_stopped(c); /* gives back the slot limits_connection_open took */
         server_conn_closed(srv);
         return -ENOMEM;
     }

@@ -44,13 +44,13 @@ CONF = ["test_endpoints /_test/", "location /cgi-bin/ {", "    handler cgi", "}"
         "location /list/ {", "    directory_listing on", "}"]
 
 
-def _server(tmpdir, faults, tls=False):
+def _server(tmpdir, faults, tls=False, extra=()):
     env = sanitizer_env(faults.env())
     if tls:
         # The ECDSA certificate only: an allocation failure inside OpenSSL's RSA blinding
         # leaves the key signing wrongly for a while (known_bug_openssl_rsa_blinding_...).
         p = TLS.the_pki()
-        srv = TLS.tls_server(tmpdir, plain=True, extra=CONF, start=False,
+        srv = TLS.tls_server(tmpdir, plain=True, extra=list(CONF) + list(extra), start=False,
                              certs=["%s %s" % (p.b_chain, p.b_key)])
         _add_site(srv.tree.root)
         srv.env = env
@@ -61,7 +61,7 @@ def _server(tmpdir, faults, tls=False):
         _add_site(tree.root)
         conf = os.path.join(tmpdir, "faults.conf")
         with open(conf, "w") as f:
-            f.write("\n".join(CONF) + "\n")
+            f.write("\n".join(list(CONF) + list(extra)) + "\n")
         srv = Server(root=tree.root, args=["--config", conf], env=env)
         srv.tree = tree
         srv.files = tree.files
@@ -370,8 +370,11 @@ def test_allocation_failing_at_each_point_of_each_request(tmpdir):
 
 
 def test_allocation_failing_at_each_point_of_a_tls_connection(tmpdir):
+    """Every allocation of a TLS connection failed in turn, its handshake's included, with
+    limit_conn_per_ip 2: a connection that could not be set up gives its client's slot back
+    (one that leaked slots would have every later connection refused)."""
     f = Faults(tmpdir)
-    srv = _server(tmpdir, f, tls=True)
+    srv = _server(tmpdir, f, tls=True, extra=["limit_conn_per_ip 2"])
     all_correct(srv, tls=True)
     base = Baseline(srv)
     kind = kinds(srv)[0]
