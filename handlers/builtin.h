@@ -24,6 +24,7 @@ struct server_snapshot {
     bool draining;
     const char *concurrency;          /* the strategy's name (thread_pool.h) */
     unsigned threads;                 /* every pool thread, the HS/HA reactor included */
+    const char *threads_reason;       /* how the count was chosen (config.h), owned by rt */
     unsigned role[3];                 /* enum worker_role: following, leading, processing */
     uint64_t events, waits, promotions, no_follower, requests, bytes_out, accepted;
     unsigned conns_open;

@@ -36,6 +36,7 @@ void server_snapshot(struct server *srv, const struct runtime *rt, struct server
     s->draining = atomic_load_explicit(&srv->draining, memory_order_relaxed);
     s->concurrency = concurrency_names[srv->pool.mode];
     s->threads = srv->pool.nworkers;
+    s->threads_reason = rt->cfg.threads_reason;
     for (unsigned i = 0; i < srv->pool.nworkers; i++) {
         struct worker *w = &srv->pool.workers[i];
         int role = atomic_load_explicit(&w->role, memory_order_relaxed);
@@ -240,10 +241,12 @@ static void status_json(struct out *o, const struct server_snapshot *s)
          s->draining ? "true" : "false");
     outf(o, "\"pool\":{\"concurrency\":\"%s\",\"threads\":%u,\"leading\":%u,\"processing\":%u,"
             "\"following\":%u,\"events\":%llu,\"waits\":%llu,\"promotions\":%llu,"
-            "\"no_follower\":%llu},",
+            "\"no_follower\":%llu,\"threads_reason\":\"",
          s->concurrency, s->threads, s->role[1], s->role[2], s->role[0], (unsigned long long)s->events,
          (unsigned long long)s->waits, (unsigned long long)s->promotions,
          (unsigned long long)s->no_follower);
+    json_escape_append(o->buf, o->cap, &o->len, s->threads_reason, strlen(s->threads_reason));
+    outf(o, "\"},");
     outf(o, "\"requests\":%llu,\"bytes_sent\":%llu,\"accepted\":%llu,",
          (unsigned long long)s->requests, (unsigned long long)s->bytes_out,
          (unsigned long long)s->accepted);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_limit.h"
 #include "log.h"
 #include "thread_pool.h"
 #include "version.h"
@@ -862,8 +863,16 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         return CONFIG_ERROR;
     }
     if (cfg->threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cfg->threads = n > 0 ? (unsigned)n : 1;
+        /* threads auto: the CPUs this process may use, not the host's (cpu_limit.h) */
+        struct cpu_limit cl;
+        cpu_limit_read(&cl);
+        cfg->threads = cl.cpus;
+        char why[sizeof(cfg->threads_reason) - 16];
+        cpu_limit_describe(&cl, why, sizeof(why));
+        snprintf(cfg->threads_reason, sizeof(cfg->threads_reason), "threads auto: %s", why);
+    } else {
+        snprintf(cfg->threads_reason, sizeof(cfg->threads_reason), "threads %u: configured",
+                 cfg->threads);
     }
     return CONFIG_OK;
 }

@@ -437,8 +437,8 @@ void server_run(struct server *srv)
         if (srv->listeners[i].copy == 0)
             log_notice("listening on %s", srv->listeners[i].url);
     struct runtime *rt = server_runtime(srv);
-    log_notice("lfhttpd serving %s with %u threads (%s)", rt->cfg.sites.sites[0].base.root,
-               srv->pool.nthreads, concurrency_names[srv->pool.mode]);
+    log_notice("lfhttpd serving %s with %u threads (%s; %s)", rt->cfg.sites.sites[0].base.root,
+               srv->pool.nthreads, concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
     runtime_unref(rt);
     tp_run(&srv->pool);
     log_notice("stopped");
