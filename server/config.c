@@ -158,6 +158,7 @@ static const struct directive directives[] = {
     { "timeout_keepalive", D_DURATION, F(timeout_keepalive), 1, 86400000 },
     { "timeout_send", D_DURATION, F(timeout_send), 1, 86400000 },
     { "drain_timeout", D_DURATION, F(drain_timeout), 0, 86400000 },
+    { "drain_delay", D_DURATION, F(drain_delay), 0, 3600000 },
     { "timeout_handshake", D_DURATION, F(timeout_handshake), 1, 86400000 },
     { "tls_listen", D_TLS_LISTEN, 0, 0, 0 },
     { "tls_certificate", D_CERT, 0, 0, 0 },

@@ -71,6 +71,7 @@ struct config {
     unsigned timeout_keepalive;
     unsigned timeout_send;
     unsigned drain_timeout;
+    unsigned drain_delay;       /* after SIGTERM: keep serving, not ready, this long */
     unsigned timeout_handshake; /* a TLS handshake, from accept to its end */
 
     /* TLS (tls.c). The first certificate is the default; the others are chosen by SNI. */
