@@ -70,8 +70,21 @@ void server_conn_closed(struct server *srv)
             acceptor_resume(&srv->listeners[i]);
 }
 
+bool server_ready(struct server *srv)
+{
+    return atomic_load_explicit(&srv->ready, memory_order_relaxed) &&
+           !atomic_load_explicit(&srv->stopping, memory_order_relaxed);
+}
+
+bool server_stopping(struct server *srv)
+{
+    return atomic_load_explicit(&srv->stopping, memory_order_relaxed);
+}
+
 void server_begin_drain(struct server *srv)
 {
+    atomic_store(&srv->stopping, true);
+    atomic_store(&srv->drain_at, 0);
     bool expected = false;
     if (!atomic_compare_exchange_strong(&srv->draining, &expected, true))
         return;
@@ -101,11 +114,34 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     int64_t now = now_ms();
     bool draining = atomic_load(&srv->draining);
     bool past_deadline = draining && now >= atomic_load(&srv->drain_deadline);
+    int64_t drain_at = atomic_load(&srv->drain_at);
+    if (!draining && drain_at && now >= drain_at) {
+        log_notice("drain_delay over: stopping to accept");
+        server_begin_drain(srv);
+        draining = true;
+    }
     conn_sweep(srv, now, draining, past_deadline);
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
     hs_rearm(srv->hs, eh, EPOLLIN);
+}
+
+/* SIGTERM/SIGINT. With drain_delay, report not-ready and keep serving for that long (the timer
+ * tick then begins the drain): a load balancer or Kubernetes removes the endpoint meanwhile, so
+ * no new connection arrives at a listener about to close. A second signal drains at once. */
+static void request_stop(struct server *srv, const char *sig)
+{
+    unsigned delay = atomic_load(&srv->drain_delay);
+    bool again = atomic_exchange(&srv->stopping, true);
+    if (again || delay == 0 || atomic_load(&srv->draining)) {
+        log_notice("%s received: shutting down gracefully", sig);
+        server_begin_drain(srv);
+        return;
+    }
+    atomic_store(&srv->drain_at, now_ms() + delay);
+    log_notice("%s received: shutting down gracefully after drain_delay: not ready, still "
+               "serving for %u ms", sig, delay);
 }
 
 static void on_signal(struct event_handler *eh, uint32_t events, struct worker *w)
@@ -116,9 +152,7 @@ static void on_signal(struct event_handler *eh, uint32_t events, struct worker *
     struct signalfd_siginfo si;
     while (read(eh->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
-            log_notice("%s received: shutting down gracefully",
-                       si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
-            server_begin_drain(srv);
+            request_stop(srv, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
         } else if (si.ssi_signo == SIGHUP) {
             log_notice("SIGHUP received: reloading the configuration");
             server_reload(srv);
@@ -218,6 +252,7 @@ static void publish_runtime(struct server *srv, struct runtime *rt)
 {
     atomic_store(&srv->max_connections, rt->cfg.max_connections);
     atomic_store(&srv->drain_timeout, rt->cfg.drain_timeout);
+    atomic_store(&srv->drain_delay, rt->cfg.drain_delay);
     pthread_mutex_lock(&srv->rt_lock);
     struct runtime *old = atomic_exchange_explicit(&srv->rt, rt, memory_order_acq_rel);
     pthread_mutex_unlock(&srv->rt_lock);
@@ -440,6 +475,9 @@ void server_run(struct server *srv)
     log_notice("lfhttpd serving %s with %u threads (%s; %s)", rt->cfg.sites.sites[0].base.root,
                srv->pool.nthreads, concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
     runtime_unref(rt);
+    /* Every listener is in the handle set; requests are answered from the first tp_run
+     * iteration on. (Before this, a probe's connection waits in the listen queue.) */
+    atomic_store(&srv->ready, true);
     tp_run(&srv->pool);
     log_notice("stopped");
 }

@@ -51,6 +51,7 @@ struct server {
     /* Copies of the current runtime's settings that code without a runtime reference reads. */
     _Atomic unsigned max_connections;
     _Atomic unsigned drain_timeout;
+    _Atomic unsigned drain_delay;
 
     struct handle_set *hs;       /* hs[0]: the shared set (timers, signals, CGI of its
                                     connections); reuseport: hs[i] is thread i's set */
@@ -68,6 +69,12 @@ struct server {
     struct conn *conns;          /* every live connection, for the timer sweep */
     _Atomic unsigned nconns;
 
+    /* Lifecycle: ready once the listeners are up and the pool runs; `stopping` from the first
+     * SIGTERM/SIGINT (readiness probes fail from then on); `draining` once the listeners are
+     * stopped, which is `drain_delay` later (drain_at, monotonic ms; 0: none pending). */
+    _Atomic bool ready;
+    _Atomic bool stopping;
+    _Atomic int64_t drain_at;
     _Atomic bool draining;
     _Atomic int64_t drain_deadline; /* monotonic ms */
     time_t started;
@@ -97,6 +104,11 @@ void server_destroy(struct server *srv);
 /* Start a graceful drain (idempotent): stop accepting, close idle connections, let responses
  * in flight finish, stop when none is left or at the drain deadline. */
 void server_begin_drain(struct server *srv);
+/* What the probes report (handlers/builtin_status.c): ready: listeners up, pool running and no
+ * stop requested; stopping: a graceful stop was requested (the drain may not have begun yet). */
+bool server_ready(struct server *srv);
+bool server_stopping(struct server *srv);
+
 /* Called by conn_close() after a connection is gone. */
 void server_conn_closed(struct server *srv);
 
