@@ -21,6 +21,7 @@ extern const size_t status_page_html_len;
 #define SNAP_MAX_WORKERS 64
 struct server_snapshot {
     int64_t uptime;
+    bool ready;                       /* what /readyz answers (server_ready) */
     bool draining;
     const char *concurrency;          /* the strategy's name (thread_pool.h) */
     unsigned threads;                 /* every pool thread, the HS/HA reactor included */

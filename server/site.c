@@ -364,11 +364,13 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
 
 int site_add_builtins(struct site_set *ss, const char *test_prefix)
 {
-    static const char *const builtins[][2] = {
-        { "/healthz", "health" },
-        { "/server-status", "status" },
-        { "/metrics", "metrics" },
-        { NULL, "test" },
+    static const char *const builtins[][3] = {
+        { "/healthz", "health", NULL },
+        { "/livez", "health", "live" },
+        { "/readyz", "health", "ready" },
+        { "/server-status", "status", NULL },
+        { "/metrics", "metrics", NULL },
+        { NULL, "test", NULL },
     };
     for (unsigned i = 0; i < ss->nsites; i++) {
         struct site *s = &ss->sites[i];
@@ -382,8 +384,8 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
             if (defined)
                 continue; /* the site's own location wins */
             struct loc_conf *lc = site_add_location(s, "built-in location", prefix);
-            char *name = (char *)(uintptr_t)builtins[b][1];
-            if (!lc || site_apply(lc, "built-in location", "handler", &name, 1) < 0)
+            char *args[2] = { (char *)(uintptr_t)builtins[b][1], (char *)(uintptr_t)builtins[b][2] };
+            if (!lc || site_apply(lc, "built-in location", "handler", args, args[1] ? 2 : 1) < 0)
                 return -1;
         }
     }
