@@ -700,6 +700,8 @@ static void usage(FILE *out)
             "      --key FILE          private key of the --cert in the same position (PEM)\n"
             "      --test-endpoints PREFIX  serve the test endpoints under PREFIX (e.g. /_test/)\n"
             "  -t, --test              with no number after it: check the configuration, exit\n"
+            "      --probe URL         GET http://HOST:PORT/PATH once; exit 0 for 2xx/3xx, else\n"
+            "                          1 (a health check that needs no shell; no other option)\n"
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
             "\n"

@@ -5,10 +5,13 @@
 
 #include "config.h"
 #include "log.h"
+#include "probe.h"
 #include "server.h"
 
 int main(int argc, char **argv)
 {
+    if (probe_requested(argc, argv))
+        return probe_main(argc, argv); /* the health-check client, not the server */
     static struct config cfg;
     switch (config_from_args(&cfg, argc, argv)) {
     case CONFIG_EXIT_OK:

@@ -114,3 +114,58 @@ def test_drain_delay_bad_value_is_a_config_error(tmpdir):
     p = subprocess.run([binary(), "-t", "-c", conf], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2, p
     assert p.stderr.startswith(conf + ":2: invalid value 'soon' for 'drain_delay'"), p.stderr
+
+
+# ---- lfhttpd --probe URL: the health check of an image without a shell ----------------------
+
+def _probe(url, timeout=30):
+    return subprocess.run([binary(), "--probe", url], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_probe_flag_exit_status_follows_the_answer(tmpdir):
+    srv = _server(tmpdir, ["drain_delay 1h"])
+    os.makedirs(os.path.join(tmpdir, "root", "sub"))
+    base = "http://127.0.0.1:%d" % srv.port
+    try:
+        p = _probe(base + "/readyz")
+        assert p.returncode == 0 and p.stdout == base + "/readyz: 200 OK\n", p
+        p = _probe(base + "/sub")                       # a redirect counts as healthy
+        assert p.returncode == 0 and "301 Moved Permanently" in p.stdout, p
+        p = _probe(base + "/missing?x=1")
+        assert p.returncode == 1 and "404 Not Found" in p.stderr, p
+        srv.signal(signal.SIGTERM)
+        assert wait_until(lambda: "not ready, still serving" in srv.stderr, 10), srv.stderr
+        p = _probe(base + "/readyz")
+        assert p.returncode == 1 and "503 Service Unavailable" in p.stderr, p
+        assert _probe(base + "/livez").returncode == 0
+    finally:
+        srv.stop()
+    p = _probe(base + "/livez")                         # nobody listens any more
+    assert p.returncode == 1 and "connect: Connection refused" in p.stderr, p
+
+
+def test_probe_flag_gives_up_on_a_silent_server():
+    import socket
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    try:
+        url = "http://127.0.0.1:%d/readyz" % ls.getsockname()[1]
+        t0 = time.monotonic()
+        p = _probe(url)
+        assert p.returncode == 1 and "no response within 5 s" in p.stderr, p
+        assert time.monotonic() - t0 >= 5.0, "gave up before its 5 s"
+    finally:
+        ls.close()
+
+
+def test_probe_flag_usage_errors():
+    for url, why in (("ftp://x/", "only http:// URLs"), ("http://h:0/", "expected http://"),
+                     ("http://h:99999/", "expected http://"), ("http:///x", "expected http://"),
+                     ("http://h/a b", "plain request-target"), ("http://h/#f", "fragment")):
+        p = _probe(url)
+        assert p.returncode == 2 and why in p.stderr, (url, p)
+    for argv in (["--probe"], ["--probe", "http://h/", "--threads", "2"], ["--probe="]):
+        p = subprocess.run([binary()] + argv, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--probe takes one URL" in p.stderr, (argv, p)
