@@ -81,6 +81,7 @@ struct config {
     unsigned tls_session_cache;     /* server-side session cache entries; 0 = off */
     unsigned tls_session_timeout;   /* ms a session may be resumed */
     unsigned tls_ticket_rotation;   /* ms between session-ticket key rotations; 0 = no tickets */
+    char tls_ticket_key_file[PATH_MAX]; /* ticket keys shared by replicas; "" = generated keys */
     unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
     bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
 
