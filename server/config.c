@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "cpu_limit.h"
 #include "log.h"
 #include "thread_pool.h"
+#include "tls.h"
 #include "version.h"
 
 static void config_defaults(struct config *cfg)
@@ -166,6 +168,7 @@ static const struct directive directives[] = {
     { "tls_session_cache", D_UINT, F(tls_session_cache), 0, 10000000 },
     { "tls_session_timeout", D_DURATION, F(tls_session_timeout), 1000, 86400000 },
     { "tls_session_ticket_rotation", D_DURATION, F(tls_ticket_rotation), 0, 86400000 },
+    { "tls_session_ticket_key_file", D_STRING, F(tls_ticket_key_file), 0, 0 },
     { "tls_hsts", D_UINT, F(tls_hsts), 0, 315360000 },
     { "tls_redirect_http", D_ONOFF, F(tls_redirect_http), 0, 0 },
     { "cgi_timeout", D_DURATION, F(cgi_timeout), 1, 86400000 },
@@ -260,6 +263,15 @@ static int check_file(const char *where, const char *name, const char *path)
     if (!strcmp(name, "mime_types")) {
         if (access(path, R_OK) < 0) {
             fprintf(stderr, "%s: mime_types %s: %s\n", where, path, strerror(errno));
+            return -1;
+        }
+    } else if (!strcmp(name, "tls_session_ticket_key_file")) {
+        unsigned char keys[TLS_MAX_TICKET_KEYS * TLS_TICKET_KEY_SIZE];
+        char err[PATH_MAX + 128];
+        int n = tls_ticket_key_file_read(path, keys, err, sizeof(err));
+        OPENSSL_cleanse(keys, sizeof(keys));
+        if (n < 0) {
+            fprintf(stderr, "%s: %s\n", where, err);
             return -1;
         }
     } else if (!strcmp(name, "access_log") || !strcmp(name, "error_log")) {
@@ -859,6 +871,11 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
     if (tls && cfg->ncerts == 0) {
         fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key FILE, "
                         "or tls_certificate in the configuration file)\n");
+        return CONFIG_ERROR;
+    }
+    if (cfg->tls_ticket_key_file[0] && cfg->tls_ticket_rotation == 0) {
+        fprintf(stderr, "lfhttpd: tls_session_ticket_key_file needs session tickets, which "
+                        "tls_session_ticket_rotation 0 turns off\n");
         return CONFIG_ERROR;
     }
     if (cfg->tls_redirect_http && !tls) {
