@@ -175,6 +175,7 @@ static const struct directive directives[] = {
     { "cgi_max", D_UINT, F(cgi_max), 1, 100000 },
     { "cgi_env_pass", D_LIST, 0, 0, 0 },
     { "status_allow", D_CIDRS, F(status_allow), 0, 0 },
+    { "reload_on_change", D_ONOFF, F(reload_on_change), 0, 0 },
     { "test_endpoints", D_LIST, 0, 0, 0 },
 };
 #undef F

@@ -96,6 +96,7 @@ struct config {
     bool status_allow_given;       /* the file set it (replacing the loopback default) */
     char test_endpoints[256];  /* prefix of the test endpoints, "" = off */
 
+    bool reload_on_change;   /* watch.h: reload when the file or one it names changes */
     const char *config_file; /* NULL when none */
     bool test_only;          /* -t / --test: check the configuration and exit */
 };
