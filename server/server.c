@@ -32,6 +32,7 @@
 #include "log.h"
 #include "router.h"
 #include "runtime.h"
+#include "watch.h"
 
 #define TICK_MS 250
 
@@ -124,6 +125,10 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
+    if (!draining && atomic_exchange(&srv->reload_pending, false))
+        server_reload(srv, "SIGHUP");
+    if (!draining)
+        watch_tick(srv, now);
     hs_rearm(srv->hs, eh, EPOLLIN);
 }
 
@@ -155,7 +160,7 @@ static void on_signal(struct event_handler *eh, uint32_t events, struct worker *
             request_stop(srv, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
         } else if (si.ssi_signo == SIGHUP) {
             log_notice("SIGHUP received: reloading the configuration");
-            server_reload(srv);
+            server_reload(srv, "SIGHUP");
         } else if (si.ssi_signo == SIGUSR1) {
             struct runtime *rt = server_runtime(srv);
             int a = access_log_reopen(rt), e = log_reopen();
@@ -308,6 +313,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
     pthread_mutex_init(&srv->conns_lock, NULL);
     pthread_mutex_init(&srv->rt_lock, NULL);
     pthread_mutex_init(&srv->cgi_lock, NULL);
+    pthread_mutex_init(&srv->reload_lock, NULL);
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
@@ -376,6 +382,8 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
         fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
         return -1;
     }
+    if (watch_init(srv) < 0)
+        return -1;
 
     if (log_open(c->error_log) < 0)
         return -1;
@@ -389,17 +397,18 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
             return -1;
         }
     }
+    watch_update(srv, c); /* after dropping privileges: watch what the server can still read */
     return 0;
 }
 
-void server_reload(struct server *srv)
+static void reload(struct server *srv, const char *why)
 {
     if (atomic_load(&srv->draining))
         return;
-    static struct config cfg; /* only the thread handling SIGHUP touches it, one at a time */
+    static struct config cfg; /* only the thread holding reload_lock touches it */
     if (config_from_args(&cfg, srv->argc, srv->argv) != CONFIG_OK) {
-        log_error("SIGHUP: configuration not reloaded (see the line above); keeping generation %u",
-                  srv->generation);
+        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
+                  why, srv->generation);
         return;
     }
     struct runtime *cur = server_runtime(srv);
@@ -407,13 +416,13 @@ void server_reload(struct server *srv)
         cfg.concurrency != cur->cfg.concurrency ||
         strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
         strcmp(cfg.error_log, cur->cfg.error_log))
-        log_warn("SIGHUP: threads, leader_batch, concurrency, user, group and error_log take "
-                 "effect only after a restart");
+        log_warn("%s: threads, leader_batch, concurrency, user, group and error_log take "
+                 "effect only after a restart", why);
     struct runtime *rt = runtime_build(srv, &cfg, srv->generation + 1);
     if (!rt) {
         runtime_unref(cur);
-        log_error("SIGHUP: configuration not reloaded (see the line above); keeping generation %u",
-                  srv->generation);
+        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
+                  why, srv->generation);
         return;
     }
 
@@ -434,8 +443,8 @@ void server_reload(struct server *srv)
                 close(srv->listeners[j].eh.fd);
             runtime_unref(rt);
             runtime_unref(cur);
-            log_error("SIGHUP: configuration not reloaded (see the line above); keeping "
-                      "generation %u", srv->generation);
+            log_error("%s: configuration not reloaded (see the line above); keeping "
+                      "generation %u", why, srv->generation);
             return;
         }
     }
@@ -450,20 +459,34 @@ void server_reload(struct server *srv)
             hs_del(l->hs, &l->eh);
             shutdown(l->eh.fd, SHUT_RDWR);
             if (l->copy == 0)
-                log_notice("SIGHUP: stopped listening on %s", l->url);
+                log_notice("%s: stopped listening on %s", why, l->url);
         }
     }
     atomic_store(&srv->nlisteners, n);
     for (unsigned j = first_new; j < n; j++) {
         if (acceptor_start(&srv->listeners[j]) < 0)
-            log_error("SIGHUP: cannot watch %s", srv->listeners[j].url);
+            log_error("%s: cannot watch %s", why, srv->listeners[j].url);
         else if (srv->listeners[j].copy == 0)
             log_notice("listening on %s", srv->listeners[j].url);
     }
     srv->generation = rt->generation;
     runtime_unref(cur);
     publish_runtime(srv, rt);
-    log_notice("SIGHUP: configuration reloaded (generation %u)", srv->generation);
+    log_notice("%s: configuration reloaded (generation %u)", why, srv->generation);
+}
+
+void server_reload(struct server *srv, const char *why)
+{
+    if (pthread_mutex_trylock(&srv->reload_lock) != 0) {
+        atomic_store(&srv->reload_pending, true); /* the tick reloads once this one is done */
+        return;
+    }
+    reload(srv, why);
+    /* After every attempt: what the running configuration names (a failed reload keeps it). */
+    struct runtime *rt = server_runtime(srv);
+    watch_update(srv, &rt->cfg);
+    runtime_unref(rt);
+    pthread_mutex_unlock(&srv->reload_lock);
 }
 
 void server_run(struct server *srv)
@@ -487,6 +510,7 @@ void server_destroy(struct server *srv)
     /* The pool has stopped: no thread runs a handler any more. Free what is left (connections
      * still open when the drain deadline passed). */
     timer_destroy(&srv->timers); /* before what its entries live in */
+    watch_destroy(srv);
     while (srv->conns) {
         struct conn *c = srv->conns;
         srv->conns = c->next;
@@ -511,5 +535,6 @@ void server_destroy(struct server *srv)
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);
     pthread_mutex_destroy(&srv->cgi_lock);
+    pthread_mutex_destroy(&srv->reload_lock);
     carry_pool_release();
 }

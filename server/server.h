@@ -19,6 +19,7 @@
 
 struct cgi_job;
 struct cgi_spawner;
+struct config_watch;
 struct conn;
 struct runtime;
 
@@ -64,6 +65,12 @@ struct server {
     struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1 */
     struct server_handle stop;   /* eventfd: wakes the leader when the pool stops */
     struct timer_heap timers;    /* timerfd: handler timers (delays, CGI timeouts); timer.h */
+    struct config_watch *watch;  /* inotify: reload_on_change (watch.h) */
+
+    /* One reload at a time (SIGHUP and reload_on_change run on different threads); a reload
+     * asked for while another runs is left pending for the timer tick. */
+    pthread_mutex_t reload_lock;
+    _Atomic bool reload_pending;
 
     pthread_mutex_t conns_lock;  /* guards the connection list (not the connections) */
     struct conn *conns;          /* every live connection, for the timer sweep */
@@ -93,8 +100,10 @@ struct server {
  * cfg->test_only, only validate. argc/argv are kept for reloads. Prints one line and returns
  * -1 on failure. */
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv);
-/* SIGHUP: parse the configuration again and publish it; on any error keep the current one. */
-void server_reload(struct server *srv);
+/* SIGHUP or reload_on_change (`why` prefixes the log lines): parse the configuration again and
+ * publish it; on any error keep the current one. Never waits for another reload: if one is
+ * running, this one is done by the timer tick after it. */
+void server_reload(struct server *srv, const char *why);
 /* A reference to the current runtime (the caller must runtime_unref it). */
 struct runtime *server_runtime(struct server *srv);
 /* Run the pool until the server has drained and stopped. */
