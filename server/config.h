@@ -41,7 +41,7 @@ struct config {
     struct site_set sites;  /* sites[0] is the top level: the default site */
     char mime_file[PATH_MAX]; /* "" = built-in table only */
     unsigned threads;       /* 0 while parsing = auto; resolved by config_from_args */
-    char threads_reason[PATH_MAX + 160]; /* how `threads` was chosen (the log, /server-status) */
+    char threads_reason[PATH_MAX + 256]; /* how `threads` was chosen (the log, /server-status) */
     int batch;              /* events taken per epoll_wait by the leader */
     int concurrency;        /* enum concurrency (thread_pool.h) */
     int log_level;          /* enum log_level */

@@ -250,7 +250,7 @@ void cpu_limit_read(struct cpu_limit *cl)
 
 void cpu_limit_describe(const struct cpu_limit *cl, char *out, size_t cap)
 {
-    char aff[64], quota[PATH_MAX + 96];
+    char aff[64], quota[sizeof(cl->quota_file) + 128];
     if (cl->affinity)
         snprintf(aff, sizeof(aff), "%u of %u online CPUs in the affinity mask", cl->affinity,
                  cl->online);

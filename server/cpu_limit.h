@@ -24,7 +24,7 @@ struct cpu_limit {
     unsigned affinity;          /* CPUs in the affinity mask; 0 = could not be read */
     unsigned quota_cpus;        /* ceil(quota / period) of the tightest quota; 0 = no quota */
     uint64_t quota_us, period_us;
-    char quota_file[PATH_MAX];  /* where that quota was read */
+    char quota_file[PATH_MAX + 32]; /* where that quota was read */
     unsigned cpus;              /* what `threads auto` uses: the smallest of the above, >= 1 */
 };
 
