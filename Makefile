@@ -94,7 +94,7 @@ endif
 CPPFLAGS += -D_GNU_SOURCE $(LLHTTP_DEFS) -Iserver -Ihandlers -I$(LLHTTP_INC)
 CFLAGS   += -std=gnu11 $(OPT) -fno-omit-frame-pointer $(HARDEN) $(SANFLAGS) -pthread
 LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
-LDLIBS   += -lssl -lcrypto -lcrypt
+LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd
 
 SRCS := $(wildcard server/*.c) $(wildcard handlers/*.c)
 OBJS := $(SRCS:%.c=$(BUILD)/obj/%.o)

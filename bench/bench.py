@@ -231,8 +231,20 @@ def loadavg():
 FIXTURES = {"1k.html": 1024, "256k.bin": 256 * 1024, "10m.bin": 10 * 1024 * 1024}
 
 
+# The compression scenarios (issue 13): a real ~90 KiB HTML page and a ~283 KiB JavaScript
+# bundle, from Debian's packages of the bench set (valgrind's manual, libjs-jquery).
+COMPRESS_FIXTURES = {"page.html": "/usr/share/doc/valgrind/html/manual-core-adv.html",
+                     "bundle.js": "/usr/share/javascript/jquery/jquery.js"}
+BROWSER_AE = "Accept-Encoding: gzip, deflate, br, zstd"
+
+
 def make_root(root):
     os.makedirs(root, exist_ok=True)
+    for name, src in COMPRESS_FIXTURES.items():
+        path = os.path.join(root, name)
+        if os.path.exists(src) and not os.path.exists(path):
+            shutil.copyfile(src, path)
+            os.utime(path, (1700000000, 1700000000))
     for name, size in FIXTURES.items():
         path = os.path.join(root, name)
         if os.path.exists(path) and os.path.getsize(path) == size:
@@ -283,6 +295,24 @@ def http_get(port, path, timeout=2.0):
     head, _, body = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0
     return status, len(body)
+
+
+def http_coding(port, path, timeout=10.0):
+    """GET with a browser's Accept-Encoding; returns the Content-Encoding (None: identity)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n{BROWSER_AE}\r\n"
+                  f"Connection: close\r\n\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    m = re.search(rb"(?im)^content-encoding:\s*(\S+)\s*$", data.partition(b"\r\n\r\n")[0])
+    return m.group(1).decode() if m else None
 
 
 # ---- servers ----------------------------------------------------------------------------------
@@ -389,6 +419,8 @@ class Server:
             tls = (f'$SERVER["socket"] == "127.0.0.1:{self.tls_port}" {{\n'
                    f'    ssl.engine = "enable"\n    ssl.pemfile = "{self.tls[0]}"\n'
                    f'    ssl.privkey = "{self.tls[1]}"\n}}')
+        modules.append('"mod_deflate"')   # the compression scenarios
+        os.makedirs(os.path.join(self.dir, "deflate-cache"), exist_ok=True)
         conf = self._write("lighttpd.conf", fill("lighttpd.conf.in", {
             "ROOT": ROOT, "PORT": self.port, "WORKERS": 0 if self.single else self.workers,
             "NOFILE": NOFILE, "MAXCONN": MAXCONN, "DIR": self.dir,
@@ -431,6 +463,26 @@ class Server:
         status, _ = http_get(self.port, "/missing.html")
         if status != 404:
             raise RuntimeError(f"{self.name}: GET /missing.html gave {status}, want 404")
+        self.warm_compressed()
+
+    def warm_compressed(self, limit=120.0):
+        """The compression scenarios measure the steady state: each server has answered the
+        page and the bundle compressed before (lfhttpd makes Brotli 11 once, in the
+        background; lighttpd fills its deflate.cache-dir on the first request)."""
+        for name in COMPRESS_FIXTURES:
+            deadline = time.monotonic() + limit
+            while True:
+                coding = http_coding(self.port, "/" + name)
+                if coding or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            if not coding:
+                raise RuntimeError(f"{self.name}: /{name} never came compressed")
+            if self.name.startswith("lfhttpd"):   # br is the last to be ready: wait for it
+                while coding != "br" and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    coding = http_coding(self.port, "/" + name)
+            log(f"  {self.name:9} /{name}: {coding}")
 
     def tail(self):
         try:
@@ -549,6 +601,13 @@ SCENARIOS = [
              tls=True, ceiling=False),
     Scenario("https-new", "HTTPS 1 KiB file, a new TLS session per connection, 64 clients",
              "/1k.html", 64, headers=("Connection: close",), tls=True, ceiling=False),
+    # compression (issue 13): a browser's Accept-Encoding; nginx `gzip on` (level 1, per
+    # request), h2o `compress: ON`, lighttpd mod_deflate with deflate.cache-dir, lfhttpd's
+    # defaults (made once, br 11). bytes/resp in the table.
+    Scenario("gz-page", "~90 KiB HTML page, Accept-Encoding of a browser, 64 connections",
+             "/page.html", 64, headers=(BROWSER_AE,), ceiling=False),
+    Scenario("gz-bundle", "~283 KiB JavaScript bundle, Accept-Encoding of a browser, "
+             "64 connections", "/bundle.js", 64, headers=(BROWSER_AE,), ceiling=False),
 ]
 
 
@@ -588,6 +647,7 @@ def measured_run(srv, sc, duration):
     r["server_cpu_s"] = server_cpu
     r["cpu_us_per_req"] = server_cpu / n * 1e6
     r["ctx_per_req"] = (x1 - x0) / n
+    r["bytes_per_req"] = r["mibps"] * 1024 ** 2 / r["rps"] if r["rps"] else 0.0
     r["elapsed_s"] = t1 - t0
     # CPU used by anything else on the machine during the run, in cores
     r["foreign_cores"] = max(0.0, ((b1 - b0) / CLK_TCK - server_cpu - r["client_cpu_s"]) / (t1 - t0))
@@ -644,7 +704,8 @@ def summarize(runs, metric):
     return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals),
             "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"),
             "cpu_us_per_req": med("cpu_us_per_req"), "ctx_per_req": med("ctx_per_req"),
-            "foreign_cores": med("foreign_cores"), "bad": bad}
+            "foreign_cores": med("foreign_cores"), "bytes_per_req": med("bytes_per_req"),
+            "bad": bad}
 
 
 # ---- strace: syscalls per request --------------------------------------------------------------
@@ -752,18 +813,33 @@ def parse_callgrind(path, exe):
                                     key=lambda kv: -kv[1])[:5]}
 
 
-def callgrind_run(name, requests):
-    srv = Server(name, 1, single=True)
+# What the callgrind phase measures (BENCH_CALLGRIND_WORKLOADS, default all three for lfhttpd,
+# keep-alive only for the peers): the 1 KiB file over 16 keep-alive connections, the same with
+# 16 requests pipelined per write, and over HTTPS keep-alive. Results: results["callgrind"]
+# (keep-alive), results["callgrind_pipelined"], results["callgrind_https"].
+CG_WORKLOADS = [w for w in os.environ.get("BENCH_CALLGRIND_WORKLOADS",
+                                          "keepalive,pipelined,https").split(",") if w]
+
+
+def callgrind_run(name, requests, workload="keepalive", tls=None):
+    srv = Server(name, 1, single=True, tls=tls if workload == "https" else None)
     out = os.path.join(srv.dir, "callgrind.out")
     wrapper = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
     srv.start(wrapper, ready_timeout=90.0)
     try:
-        url = f"http://127.0.0.1:{srv.port}/1k.html"
-        wrk(url, 16, 1)  # warm-up, not instrumented: caches, lazy initialisation, page faults
+        if workload == "https":
+            url = f"https://127.0.0.1:{srv.tls_port}/1k.html"
+        else:
+            url = f"http://127.0.0.1:{srv.port}/1k.html"
+        script = "pipeline.lua" if workload == "pipelined" else None
+        wrk(url, 16, 1, script=script)  # warm-up, not instrumented: caches, lazy init, faults
         subprocess.run(["callgrind_control", "-i", "on", str(srv.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         marker = os.path.join(srv.dir, "done")
         r = wrk(url, 16, 600, script="counted.lua", marker=marker, timeout=600,
+                env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker}) \
+            if workload != "pipelined" else \
+            wrk(url, 16, 600, script="pipeline_counted.lua", marker=marker, timeout=600,
                 env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker})
         # Stop counting and write the profile now (out.1), while the server still runs: a
         # server that does not exit cleanly under valgrind would otherwise lose it.
@@ -1240,18 +1316,20 @@ def machine_info():
 
 def table_throughput(sc, summ):
     unit = "MiB/s" if sc.metric == "mibps" else "req/s"
+    coded = sc.key.startswith("gz-")   # compression: bytes per response matter too
     lines = [f"### {sc.title}", "",
              f"| server | {unit} median | min – max | p50 | p99 | server CPU µs/req | ctx sw/req "
-             f"| lfhttpd ÷ this | notes |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             + ("| bytes/resp " if coded else "") + "| lfhttpd ÷ this | notes |",
+             "|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if coded else "") + "---:|---|"]
     lf = summ.get("lfhttpd")
     for name, s in summ.items():
         ratio = f"{lf['median'] / s['median']:.2f}×" if lf and s["median"] and name != "lfhttpd" else ""
         notes = ", ".join(f"{k} {v}" for k, v in s["bad"].items())
+        size = f"| {fmt_n(s.get('bytes_per_req'))} " if coded else ""
         lines.append(f"| {name} | {fmt_n(s['median'])} | {fmt_n(s['min'])} – {fmt_n(s['max'])} "
                      f"| {fmt_ms(s['p50_ms'])} | {fmt_ms(s['p99_ms'])} "
                      f"| {fmt_n(s['cpu_us_per_req'], 1)} | {fmt_n(s['ctx_per_req'], 3)} "
-                     f"| {ratio} | {notes} |")
+                     f"{size}| {ratio} | {notes} |")
     fl = [s["foreign_cores"] for s in summ.values() if s["foreign_cores"] is not None]
     if fl:
         lines += ["", f"Other load during these runs (CPU of processes that were neither the server "
@@ -1562,9 +1640,18 @@ def main():
 
         if "callgrind" in PHASES:
             log(f"== callgrind: instructions per request ({CG_REQUESTS:,} requests, one thread each)")
-            per_server("callgrind", [n for n in names if not CG_SERVERS or n in CG_SERVERS.split(",")],
-                       lambda n: callgrind_run(n, CG_REQUESTS),
-                       lambda p: f"{p['ir_per_req']:9,.0f} instr/req  {p['alloc_per_req']:.3f} allocs/req")
+            cg_names = [n for n in names if not CG_SERVERS or n in CG_SERVERS.split(",")]
+            for wl in CG_WORKLOADS:
+                key = "callgrind" if wl == "keepalive" else "callgrind_" + wl
+                wl_names = cg_names if wl == "keepalive" else \
+                    [n for n in cg_names if n.startswith("lfhttpd") and (wl != "https" or tls)]
+                if not wl_names:
+                    continue
+                log(f"   workload: {wl}")
+                per_server(key, wl_names,
+                           lambda n, wl=wl: callgrind_run(n, CG_REQUESTS, wl, tls),
+                           lambda p: f"{p['ir_per_req']:9,.0f} instr/req  "
+                                     f"{p['alloc_per_req']:.3f} allocs/req")
         if "idle" in PHASES:
             log(f"== idle keep-alive connections ({IDLE_CONNS:,} per server)")
             per_server("idle", names, lambda n: idle_run(n, IDLE_CONNS),

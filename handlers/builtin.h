@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compress.h"
+
 struct http_exchange;
 struct response;
 struct runtime;
@@ -34,6 +36,7 @@ struct server_snapshot {
     uint64_t cgi_started, cgi_rejected, cgi_timeouts, cgi_failed;
     unsigned timers;
     uint64_t fc_hits, fc_misses, fc_revalidations, fc_evictions, fc_entries, fc_bytes;
+    struct compress_stats cz;         /* compression on the fly (compress.h) */
     unsigned nworkers;                /* detail kept for the first SNAP_MAX_WORKERS threads */
     struct {
         int role;

@@ -101,6 +101,7 @@ void server_snapshot(struct server *srv, const struct runtime *rt, struct server
     s->fc_evictions = fs.evictions;
     s->fc_entries = fs.entries;
     s->fc_bytes = fs.bytes;
+    compress_get_stats(srv, &s->cz);
 }
 
 void builtin_add_location_headers(struct response *r, const struct http_exchange *ex)
@@ -316,6 +317,17 @@ static void status_json(struct out *o, const struct server_snapshot *s)
          (unsigned long long)s->fc_hits, (unsigned long long)s->fc_misses,
          (unsigned long long)s->fc_revalidations, (unsigned long long)s->fc_evictions,
          (unsigned long long)s->fc_entries, (unsigned long long)s->fc_bytes);
+    const struct compress_stats *z = &s->cz;
+    outf(o, "\"compress\":{\"made\":{\"br\":%llu,\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
+            "\"bytes_out\":%llu,\"not_smaller\":%llu,\"failed\":%llu,\"disk_hits\":%llu,"
+            "\"disk_writes\":%llu,\"disk_evictions\":%llu,\"dropped\":%llu,\"queued\":%u,"
+            "\"running\":%u},",
+         (unsigned long long)z->made[FC_BR], (unsigned long long)z->made[FC_ZSTD],
+         (unsigned long long)z->made[FC_GZIP], (unsigned long long)z->bytes_in,
+         (unsigned long long)z->bytes_out, (unsigned long long)z->not_smaller,
+         (unsigned long long)z->failed, (unsigned long long)z->disk_hits,
+         (unsigned long long)z->disk_writes, (unsigned long long)z->disk_evictions,
+         (unsigned long long)z->dropped, z->queued, z->running);
     outf(o, "\"workers\":[");
     for (unsigned i = 0; i < s->nworkers; i++)
         outf(o, "%s{\"role\":\"%s\",\"events\":%llu,\"requests\":%llu,\"bytes_sent\":%llu,"
@@ -328,31 +340,14 @@ static void status_json(struct out *o, const struct server_snapshot *s)
     outf(o, "]}\n");
 }
 
-static bool query_has(struct strview q, const char *name)
-{
-    size_t nl = strlen(name);
-    size_t i = 0;
-    while (q.ptr && i < q.len) {
-        size_t start = i;
-        while (i < q.len && q.ptr[i] != '&')
-            i++;
-        size_t end = i;
-        const char *eq = memchr(q.ptr + start, '=', end - start);
-        size_t klen = eq ? (size_t)(eq - (q.ptr + start)) : end - start;
-        if (klen == nl && !memcmp(q.ptr + start, name, nl))
-            return true;
-        i++;
-    }
-    return false;
-}
-
 static int status_handle(void *inst, struct http_exchange *ex)
 {
     struct server *srv = inst;
     int rc = precheck(ex, true);
     if (rc)
         return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
-    if (!query_has(ex->req->query, "json")) {
+    struct strview unused;
+    if (!sv_query_get(ex->req->query, "json", 4, &unused)) {
         char head[RESP_HEAD_MAX];
         struct response r;
         resp_begin(&r, head, sizeof(head), 200, ex->date);
@@ -426,6 +421,20 @@ static int metrics_handle(void *inst, struct http_exchange *ex)
            s.fc_misses);
     metric(&o, "lfhttpd_file_cache_entries", "gauge", "Open-file cache entries.", s.fc_entries);
     metric(&o, "lfhttpd_file_cache_bytes", "gauge", "Open-file cache bytes.", s.fc_bytes);
+    outf(&o, "# HELP lfhttpd_compress_variants_total Compressed variants made, by coding.\n"
+             "# TYPE lfhttpd_compress_variants_total counter\n");
+    for (int i = 0; i < FC_NENC; i++)
+        outf(&o, "lfhttpd_compress_variants_total{coding=\"%s\"} %llu\n", fc_encoding_names[i],
+             (unsigned long long)s.cz.made[i]);
+    metric(&o, "lfhttpd_compress_input_bytes_total", "counter",
+           "Bytes of the files compressed into variants.", s.cz.bytes_in);
+    metric(&o, "lfhttpd_compress_output_bytes_total", "counter", "Bytes of the variants made.",
+           s.cz.bytes_out);
+    metric(&o, "lfhttpd_compress_not_smaller_total", "counter",
+           "Compressions given up: the result was not smaller.", s.cz.not_smaller);
+    metric(&o, "lfhttpd_compress_cache_dir_hits_total", "counter",
+           "Variants found in compress_cache_dir.", s.cz.disk_hits);
+    metric(&o, "lfhttpd_compress_queued", "gauge", "Compression jobs waiting.", s.cz.queued);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
            (unsigned long long)s.uptime);
     metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.draining);

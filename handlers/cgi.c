@@ -1170,13 +1170,13 @@ static int cgi_handle(void *inst, struct http_exchange *ex)
         .document_root = cg->docroot_abs,
         .script_filename = filename,
         .server_software = "lfhttpd/" LFHTTPD_VERSION,
-        .peer = ex->conn->peer, /* the port; the address is the client's (trusted proxies) */
+        .peer = { .sin6_family = AF_INET6, .sin6_port = ex->conn->peer_port,
+                  .sin6_addr = ex->client_addr }, /* the client's (trusted proxies) */
         .https = ex->conn->tp != &transport_plain,
         .remote_user = ex->remote_user,
         .pass = cfg->cgi_env_pass,
         .npass = cfg->ncgi_env_pass,
     };
-    info.peer.sin6_addr = ex->client_addr;
     struct sockaddr_storage local;
     socklen_t ll = sizeof(local);
     if (getsockname(ex->conn->eh.fd, (struct sockaddr *)&local, &ll) == 0) {

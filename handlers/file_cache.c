@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compress.h"
 #include "http_date.h"
 #include "http_response.h"
 #include "log.h"
@@ -39,6 +41,7 @@ struct file_cache {
 };
 
 static const char *const enc_suffix[FC_NENC] = { ".br", ".zst", ".gz" };
+const char *const fc_encoding_names[FC_NENC] = { "br", "zstd", "gzip" };
 
 static int64_t mono_ms(void)
 {
@@ -171,9 +174,11 @@ static void entry_free(struct fc_entry *e)
 {
     if (e->fd >= 0)
         close(e->fd);
-    for (int i = 0; i < FC_NENC; i++)
+    for (int i = 0; i < FC_NENC; i++) {
         if (e->variant[i])
             fc_release(e->variant[i]);
+        fc_release(atomic_load_explicit(&e->otf[i], memory_order_acquire));
+    }
     free(e->body);
     free(e->headers);
     free(e);
@@ -205,42 +210,40 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
 }
 #define APPEND_LIT(b, l, c, lit) append((b), (l), (c), (lit), sizeof(lit) - 1)
 
-/* Fill validators, small-file content and the header block of a FC_FILE entry. `type` is the
- * original's Content-Type (a variant keeps it). Returns 0 or -errno. */
-static int finish_file(struct fc_entry *e, const char *type, const char *encoding, bool vary)
+/* The entity tag: the same wherever the same file is served (replicas of one image, a
+ * restart, a copy), so it names neither the inode nor the device. A small file, whose content
+ * is in memory, is tagged by its size and a hash of that content: it changes exactly when the
+ * bytes do. A larger one by its size and modification time to the nanosecond, as nginx and
+ * Caddy do (to the second there). A variant (a precompressed sibling) adds its coding. */
+static void make_etag(struct fc_entry *e, const char *encoding)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char tag[2 * 12 + 1];
+    if (e->body && EVP_Digest(e->body, (size_t)e->st.st_size, md, &mdlen, EVP_sha256(), NULL) == 1 &&
+        mdlen >= 12) {
+        static const char hex[] = "0123456789abcdef";
+        for (int i = 0; i < 12; i++) {
+            tag[2 * i] = hex[md[i] >> 4];
+            tag[2 * i + 1] = hex[md[i] & 15];
+        }
+        tag[24] = '\0';
+    } else {
+        snprintf(tag, sizeof(tag), "%llx",
+                 (unsigned long long)e->st.st_mtim.tv_sec * 1000000000ULL +
+                     (unsigned long long)e->st.st_mtim.tv_nsec);
+    }
+    e->etag_len = (size_t)snprintf(e->etag, sizeof(e->etag), "\"%llx-%s%s%s\"",
+                                   (unsigned long long)e->st.st_size, tag,
+                                   encoding ? "-" : "", encoding ? encoding : "");
+}
+
+/* The header block of a FC_FILE entry whose etag, last_modified and st are set: everything of
+ * a 200's head but the status line, Server, Date and Connection. Returns 0 or -ENOMEM. */
+static int build_headers(struct fc_entry *e, const char *type, const char *encoding, bool vary)
 {
     const struct loc_conf *lc = e->loc;
     e->type = type;
-    e->etag_len = (size_t)snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx-%llx%s%s\"",
-                                   (unsigned long long)e->st.st_ino,
-                                   (unsigned long long)e->st.st_size,
-                                   (unsigned long long)e->st.st_mtim.tv_sec * 1000000000ULL +
-                                       (unsigned long long)e->st.st_mtim.tv_nsec,
-                                   encoding ? "-" : "", encoding ? encoding : "");
-    http_date_format(e->st.st_mtim.tv_sec, e->last_modified);
-
-    if (e->st.st_size <= FC_SMALL_MAX) {
-        /* Snapshot the content; accept it only if the file did not change while we read. */
-        size_t size = (size_t)e->st.st_size;
-        e->body = malloc(size ? size : 1);
-        if (!e->body)
-            return -ENOMEM;
-        ssize_t n = pread(e->fd, e->body, size, 0);
-        struct stat st2;
-        if (n != (ssize_t)size || fstat(e->fd, &st2) < 0 || st2.st_size != e->st.st_size ||
-            st2.st_mtim.tv_sec != e->st.st_mtim.tv_sec ||
-            st2.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec) {
-            free(e->body);
-            e->body = NULL; /* changing under us: serve it from the fd, do not cache content */
-        } else {
-            e->bytes += size;
-            /* Served from memory from now on: holding the descriptor would only pin one fd
-             * per cached small file. */
-            close(e->fd);
-            e->fd = -1;
-        }
-    }
-
     size_t len = 0, cap = 512;
     char *h = malloc(cap);
     APPEND_LIT(&h, &len, &cap, "Content-Type: ");
@@ -283,6 +286,67 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
     e->headers_200_len = len;
     e->bytes += cap;
     return 0;
+}
+
+/* Fill validators, small-file content and the header block of a FC_FILE entry. `type` is the
+ * original's Content-Type (a variant keeps it). Returns 0 or -errno. */
+static int finish_file(struct fc_entry *e, const char *type, const char *encoding, bool vary)
+{
+    http_date_format(e->st.st_mtim.tv_sec, e->last_modified);
+
+    if (e->st.st_size <= FC_SMALL_MAX) {
+        /* Snapshot the content; accept it only if the file did not change while we read. */
+        size_t size = (size_t)e->st.st_size;
+        e->body = malloc(size ? size : 1);
+        if (!e->body)
+            return -ENOMEM;
+        ssize_t n = pread(e->fd, e->body, size, 0);
+        struct stat st2;
+        if (n != (ssize_t)size || fstat(e->fd, &st2) < 0 || st2.st_size != e->st.st_size ||
+            st2.st_mtim.tv_sec != e->st.st_mtim.tv_sec ||
+            st2.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec) {
+            free(e->body);
+            e->body = NULL; /* changing under us: serve it from the fd, do not cache content */
+        } else {
+            e->bytes += size;
+            /* Served from memory from now on: holding the descriptor would only pin one fd
+             * per cached small file. */
+            close(e->fd);
+            e->fd = -1;
+        }
+    }
+    make_etag(e, encoding);
+    return build_headers(e, type, encoding, vary);
+}
+
+struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, char *body,
+                                int fd, uint64_t size, bool in_memory, const char *etag_suffix)
+{
+    struct fc_entry *v = entry_alloc(e->loc, e->path, e->path_len);
+    if (!v) {
+        free(body);
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    v->kind = FC_FILE;
+    v->st = e->st; /* the original's validators; only the length is the variant's */
+    v->st.st_size = (off_t)size;
+    v->body = body;
+    v->fd = body ? -1 : fd;
+    if (body && fd >= 0)
+        close(fd);
+    if (in_memory)
+        v->bytes += size;
+    memcpy(v->last_modified, e->last_modified, sizeof(v->last_modified));
+    int n = snprintf(v->etag, sizeof(v->etag), "%.*s%s\"", (int)(e->etag_len - 1), e->etag,
+                     etag_suffix);
+    v->etag_len = n > 0 && (size_t)n < sizeof(v->etag) ? (size_t)n : 0;
+    if (!v->etag_len || build_headers(v, e->type, fc_encoding_names[enc], true) < 0) {
+        entry_free(v);
+        return NULL;
+    }
+    return v;
 }
 
 /* Open the precompressed representations of `e` (x.br, x.zst, x.gz beside x). A variant
@@ -370,7 +434,8 @@ static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, 
             e->type = type ? type : lc->default_type;
             if (lc->precompressed)
                 find_variants(e, rel);
-            if (finish_file(e, e->type, NULL, e->has_variants) < 0) {
+            e->compressible = compress_eligible(lc, e->type, (uint64_t)e->st.st_size);
+            if (finish_file(e, e->type, NULL, e->has_variants || e->compressible) < 0) {
                 entry_free(e);
                 return NULL;
             }
@@ -393,7 +458,8 @@ static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, 
         e->type = type;
         find_variants(e, rel);
     }
-    if (finish_file(e, type, NULL, e->has_variants) < 0) {
+    e->compressible = compress_eligible(lc, type, (uint64_t)e->st.st_size);
+    if (finish_file(e, type, NULL, e->has_variants || e->compressible) < 0) {
         entry_free(e);
         return NULL;
     }
@@ -468,6 +534,7 @@ static void unlink_entry(struct fc_shard *s, struct fc_entry *e)
         s->newest = e->older;
     s->entries--;
     s->bytes -= e->bytes;
+    e->in_table = false;
     fc_release(e);
 }
 
@@ -528,6 +595,7 @@ static struct fc_entry *insert(struct file_cache *fc, struct fc_shard *s, struct
     s->newest = e;
     s->entries++;
     s->bytes += e->bytes;
+    e->in_table = true;
     atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed); /* the caller's */
     pthread_rwlock_unlock(&s->lock);
     return e;
@@ -583,6 +651,46 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
     e->hash = h;
     atomic_store_explicit(&e->validated_ms, now, memory_order_relaxed);
     return insert(fc, s, e, NULL);
+}
+
+int fc_attach(struct file_cache *fc, struct fc_entry *e, enum fc_encoding enc,
+              struct fc_entry *v)
+{
+    struct fc_shard *s = &fc->shards[e->hash % FC_SHARDS];
+    pthread_rwlock_wrlock(&s->lock);
+    bool ok = e->in_table && !atomic_load_explicit(&e->otf[enc], memory_order_relaxed) &&
+              e->bytes + v->bytes <= fc->max_bytes_per_shard;
+    while (ok && s->bytes + v->bytes > fc->max_bytes_per_shard && s->oldest) {
+        struct fc_entry *old = s->oldest != e ? s->oldest : e->newer;
+        if (!old)
+            break;
+        unlink_entry(s, old);
+        atomic_fetch_add_explicit(&s->evictions, 1, memory_order_relaxed);
+    }
+    ok = ok && s->bytes + v->bytes <= fc->max_bytes_per_shard;
+    if (ok) {
+        e->bytes += v->bytes;
+        s->bytes += v->bytes;
+        atomic_store_explicit(&e->otf[enc], v, memory_order_release);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (!ok)
+        fc_release(v);
+    return ok ? 0 : -1;
+}
+
+bool fc_cached(struct file_cache *fc, const struct fc_entry *e)
+{
+    struct fc_shard *s = &fc->shards[e->hash % FC_SHARDS];
+    pthread_rwlock_rdlock(&s->lock);
+    bool in = e->in_table;
+    pthread_rwlock_unlock(&s->lock);
+    return in;
+}
+
+size_t fc_entry_budget(const struct file_cache *fc)
+{
+    return fc->max_bytes_per_shard;
 }
 
 void fc_get_stats(struct file_cache *fc, struct fc_stats *out)

@@ -36,6 +36,11 @@ enum fc_kind {
 };
 
 enum fc_encoding { FC_BR = 0, FC_ZSTD, FC_GZIP, FC_NENC };
+/* Content-Encoding names, by enum fc_encoding: "br", "zstd", "gzip". */
+extern const char *const fc_encoding_names[FC_NENC];
+
+/* Where an on-the-fly variant of an entry stands (compress.c). */
+enum fc_otf_state { FC_OTF_NONE = 0, FC_OTF_BUSY, FC_OTF_DONE };
 
 struct fc_entry {
     _Atomic int refs;
@@ -46,7 +51,7 @@ struct fc_entry {
     int fd;                         /* FC_FILE without `body`: O_RDONLY; -1 otherwise */
     struct stat st;
     const char *type;               /* Content-Type */
-    char etag[64];
+    char etag[96];                  /* a variant's: its file's + "-br11.1.0.9" */
     size_t etag_len;
     char last_modified[30];
     char *body;                     /* whole content when st_size <= FC_SMALL_MAX, else NULL */
@@ -60,6 +65,11 @@ struct fc_entry {
     struct fc_entry *variant[FC_NENC]; /* precompressed representations (FC_FILE entries) */
     bool has_variants;
     bool vary;                      /* responses carry Vary: Accept-Encoding */
+    bool compressible;              /* on-the-fly variants may be made (compress.c) */
+    /* On-the-fly variants (compress.c): each set at most once, by fc_attach(), and released
+     * with the entry; otf_state says whether one is on its way or will never come. */
+    _Atomic(struct fc_entry *) otf[FC_NENC];
+    _Atomic unsigned char otf_state[FC_NENC]; /* enum fc_otf_state */
 
     /* Table bookkeeping (under the shard lock). */
     struct fc_entry *next;          /* hash chain */
@@ -68,6 +78,7 @@ struct fc_entry {
     const struct loc_conf *loc;
     size_t path_len;
     size_t bytes;                   /* memory charged against the cache */
+    bool in_table;
     char path[];                    /* normalised request path (NUL-terminated) */
 };
 
@@ -90,6 +101,28 @@ void fc_release(struct fc_entry *e);
 /* Open `rel` (relative, no leading '/') beneath root_fd following the location's symlink
  * policy. Returns an fd or -errno. Shared with the directory listing. */
 int fc_open_beneath(int root_fd, const char *rel, int symlinks, int extra_flags);
+
+/* The on-the-fly variant `enc` of `e`, or NULL (borrowed: valid while `e` is held). */
+static inline struct fc_entry *fc_otf(struct fc_entry *e, enum fc_encoding enc)
+{
+    return atomic_load_explicit(&e->otf[enc], memory_order_acquire);
+}
+
+/* A representation of FC_FILE entry `e` in coding `enc` (compress.c): its content is `body`
+ * (malloc'd) or else `fd`, `size` bytes, both taken over (released on failure too); charged
+ * to the cache's budget when `in_memory`. Its ETag is e's with `etag_suffix` appended inside
+ * the quotes. Returns NULL on ENOMEM. */
+struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, char *body,
+                                int fd, uint64_t size, bool in_memory, const char *etag_suffix);
+/* Make `v` the on-the-fly variant `enc` of `e`, charged to e's shard (older entries are
+ * evicted to make room). Takes the caller's reference to `v` in every case. Returns 0, or -1
+ * when `e` has left the cache, already has one, or `v` does not fit the shard's budget. */
+int fc_attach(struct file_cache *fc, struct fc_entry *e, enum fc_encoding enc,
+              struct fc_entry *v);
+/* Is `e` still the cache's entry for its path? (A job for an entry that is not is moot.) */
+bool fc_cached(struct file_cache *fc, const struct fc_entry *e);
+/* The most memory one entry (with its variants) may take: the budget of one shard. */
+size_t fc_entry_budget(const struct file_cache *fc);
 
 struct fc_stats {
     uint64_t hits, misses, revalidations, evictions, entries, bytes;

@@ -56,6 +56,11 @@ extern const struct handler_ops test_handler;
  * server's, not an instance's. */
 void cgi_shutdown(struct server *srv);
 
+/* At exit, after the server's last runtime reference has been dropped: stop the compressor
+ * threads (a job in progress stops at its next chunk), drop the queued jobs and free what is
+ * left (handlers/compress.c). */
+void compress_shutdown(struct server *srv);
+
 /* Answer `status` with the location's custom error page (`error_page`), if it has one.
  * Returns 0 when sent, -1 when there is none (the core sends its built-in page), -2 when the
  * connection failed. */

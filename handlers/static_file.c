@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compress.h"
 #include "file_cache.h"
 #include "handler.h"
 #include "http_date.h"
@@ -36,6 +37,7 @@
 struct static_files {
     struct server *srv;
     const struct loc_conf *lc;
+    struct compress_loc *cl;    /* NULL: no compression on the fly here */
 };
 
 static void *static_create(struct server *srv, const struct loc_conf *lc, char *err, size_t errlen)
@@ -47,12 +49,19 @@ static void *static_create(struct server *srv, const struct loc_conf *lc, char *
     }
     sf->srv = srv;
     sf->lc = lc;
+    sf->cl = compress_loc_create(srv, lc, err, errlen);
+    if (!sf->cl && err[0]) {
+        free(sf);
+        return NULL;
+    }
     return sf;
 }
 
 static void static_destroy(void *inst)
 {
-    free(inst);
+    struct static_files *sf = inst;
+    compress_loc_destroy(sf->cl);
+    free(sf);
 }
 
 /* ---- header parsing helpers ------------------------------------------------------------------ */
@@ -362,26 +371,53 @@ fail:
     return 500;
 }
 
-/* Answer GET/HEAD for a regular file (conditionals, ranges, precompressed variants). */
-static int serve_file(struct http_exchange *ex, struct fc_entry *e)
+/* Answer GET/HEAD for a regular file (conditionals, ranges, precompressed and on-the-fly
+ * variants). */
+static int serve_file(struct static_files *sf, struct http_exchange *ex, struct fc_entry *e)
 {
     const struct http_request *req = ex->req;
     const struct loc_conf *lc = ex->loc;
 
-    /* Pick the representation: a precompressed variant the client accepts, or the file. */
+    /* Pick the representation: a variant the client accepts (a sibling the user made, else
+     * one compressed on the fly), or the file. */
     struct fc_entry *rep = e;
+    bool rep_otf = false;
     struct strview aeh = HTTP_KNOWN(req, H_ACCEPT_ENCODING);
     if (aeh.ptr) {
         struct accept_enc ae;
         parse_accept_encoding(aeh, &ae);
-        int best = -1; /* ties go to the better compression: br, zstd, gzip */
-        for (int i = 0; i < FC_NENC; i++)
-            if (e->variant[i] && ae.q[i] > 0 && (best < 0 || ae.q[i] > ae.q[best]))
+        /* A range request gets no on-the-fly variant but identity (as nginx does): the
+         * offsets a client resumes from must not depend on whether compression finished. */
+        bool ranged = HTTP_KNOWN(req, H_RANGE).ptr && req->method == HTTP_GET && ae.identity > 0;
+        bool otf_ok = sf->cl && e->compressible && !ranged;
+        struct fc_entry *avail[FC_NENC];
+        /* Ties go to the better compression: br, zstd, gzip. `best`: among the available
+         * representations; `want`: among those that could be, if this one is missing. */
+        int best = -1, want = -1;
+        for (int i = 0; i < FC_NENC; i++) {
+            avail[i] = e->variant[i] ? e->variant[i] : otf_ok ? fc_otf(e, i) : NULL;
+            if (ae.q[i] <= 0)
+                continue;
+            if (avail[i] && (best < 0 || ae.q[i] > ae.q[best]))
                 best = i;
-        if (best >= 0 && ae.q[best] >= ae.identity)
-            rep = e->variant[best];
-        else if (ae.identity == 0)
+            if ((avail[i] || otf_ok) && (want < 0 || ae.q[i] > ae.q[want]))
+                want = i;
+        }
+        if (want >= 0 && !avail[want] && ae.q[want] >= ae.identity) {
+            /* Made in-line (small files), found in the cache directory, or queued: never
+             * waited for. */
+            struct fc_entry *v = compress_want(sf->cl, ex->rt, e, (enum fc_encoding)want);
+            if (v) {
+                avail[want] = v;
+                best = want;
+            }
+        }
+        if (best >= 0 && ae.q[best] >= ae.identity) {
+            rep = avail[best];
+            rep_otf = rep != e->variant[best];
+        } else if (ae.identity == 0) {
             return 406; /* identity excluded and no acceptable coding available */
+        }
     }
 
     /* Preconditions, in RFC 9110 13.2.2 order. */
@@ -409,7 +445,7 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
     struct range rg[MAX_RANGES];
     int nr = -1;
     struct strview range = HTTP_KNOWN(req, H_RANGE);
-    if (range.ptr && req->method == HTTP_GET) {
+    if (range.ptr && req->method == HTTP_GET && !rep_otf) {
         struct strview ifr = HTTP_KNOWN(req, H_IF_RANGE);
         if (!ifr.ptr || if_range_holds(ifr, rep))
             nr = parse_ranges(range, size, rg);
@@ -422,6 +458,8 @@ static int serve_file(struct http_exchange *ex, struct fc_entry *e)
         char cr[48];
         int n = snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
         RESP_HEADER(&r, "Content-Range", cr, (size_t)n);
+        if (rep->vary)
+            RESP_LIT(&r, "Vary: Accept-Encoding\r\n");
         RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
         char page[256];
         size_t plen = http_error_page(416, page, sizeof(page));
@@ -713,11 +751,11 @@ static int list_directory(struct http_exchange *ex)
 
 /* ---- the handler ----------------------------------------------------------------------------- */
 
-static int answer_entry(struct http_exchange *ex, struct fc_entry *e)
+static int answer_entry(struct static_files *sf, struct http_exchange *ex, struct fc_entry *e)
 {
     switch (e->kind) {
     case FC_FILE:
-        return serve_file(ex, e);
+        return serve_file(sf, ex, e);
     case FC_DIR_REDIRECT:
         return redirect_to_dir(ex);
     case FC_DIR:
@@ -745,7 +783,6 @@ static int static_handle(void *inst, struct http_exchange *ex)
     struct static_files *sf = inst;
     const struct http_request *req = ex->req;
     const struct loc_conf *lc = ex->loc;
-    (void)sf;
 
     if (req->method == HTTP_OPTIONS) {
         char head[RESP_HEAD_MAX];
@@ -763,14 +800,14 @@ static int static_handle(void *inst, struct http_exchange *ex)
     struct fc_entry *e = fc_get(ex->rt->fc, lc, ex->path, ex->path_len);
     if (!e)
         return 503;
-    int rc = answer_entry(ex, e);
+    int rc = answer_entry(sf, ex, e);
     if (rc == 404 && lc->spa_fallback[0] && strcmp(ex->path, lc->spa_fallback)) {
         /* Single-page application: unknown paths get the app's entry page. */
         fc_release(e);
         e = fc_get(ex->rt->fc, lc, lc->spa_fallback, strlen(lc->spa_fallback));
         if (!e)
             return 503;
-        rc = e->kind == FC_FILE ? serve_file(ex, e) : 404;
+        rc = e->kind == FC_FILE ? serve_file(sf, ex, e) : 404;
     }
     fc_release(e);
     return rc;

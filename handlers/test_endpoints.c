@@ -200,24 +200,7 @@ static ssize_t query_decode(const char *in, size_t len, char *out, size_t cap)
 }
 
 /* The value of query parameter `name` (raw, not decoded), or false. */
-static bool query_param(struct strview q, const char *name, struct strview *val)
-{
-    size_t nl = strlen(name), i = 0;
-    while (q.ptr && i < q.len) {
-        size_t start = i;
-        while (i < q.len && q.ptr[i] != '&')
-            i++;
-        const char *eq = memchr(q.ptr + start, '=', i - start);
-        size_t klen = eq ? (size_t)(eq - q.ptr - start) : i - start;
-        if (klen == nl && !memcmp(q.ptr + start, name, nl)) {
-            *val = eq ? (struct strview){ eq + 1, (size_t)(q.ptr + i - eq - 1) }
-                      : (struct strview){ q.ptr + i, 0 };
-            return true;
-        }
-        i++;
-    }
-    return false;
-}
+#define query_param(q, lit, val) sv_query_get((q), "" lit, sizeof(lit) - 1, (val))
 
 /* ---- bytes, buffers, streams: writers that stop when the socket is full -------------------- */
 
@@ -375,7 +358,7 @@ static int ep_echo(struct tests *ts, struct http_exchange *ex)
         return 503;
     }
     char addr[INET6_ADDRSTRLEN + 16];
-    const struct in6_addr *a6 = &ex->conn->peer.sin6_addr;
+    const struct in6_addr *a6 = &ex->conn->peer_addr;
     char ip[INET6_ADDRSTRLEN];
     if (IN6_IS_ADDR_V4MAPPED(a6))
         inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof(ip));
@@ -385,7 +368,7 @@ static int ep_echo(struct tests *ts, struct http_exchange *ex)
     char ver[16];
     snprintf(ver, sizeof(ver), "HTTP/%u.%u", req->http_major, req->http_minor);
     char port[16];
-    snprintf(port, sizeof(port), "%u", ntohs(ex->conn->peer.sin6_port));
+    snprintf(port, sizeof(port), "%u", ntohs(ex->conn->peer_port));
     bool ok = echo_put(t, "{\"method\":") && echo_str(t, req->method_name) &&
               echo_put(t, ",\"target\":") && echo_str(t, req->target) &&
               echo_put(t, ",\"path\":") &&
@@ -568,64 +551,77 @@ static bool value_ok(const char *s, size_t n)
     return true;
 }
 
+/* One parameter of /headers, decoded and checked. Returns NULL or why it is refused. */
+static const char *header_param(struct strview qn, struct strview qv, char name[65], size_t *nl,
+                                char value[1025], size_t *vl)
+{
+    ssize_t n = query_decode(qn.ptr, qn.len, name, 64);
+    ssize_t v = query_decode(qv.ptr, qv.len, value, 1024);
+    if (n < 0 || v < 0)
+        return "malformed or too long query parameter";
+    name[n] = value[v] = '\0';
+    *nl = (size_t)n;
+    *vl = (size_t)v;
+    if (!token_ok(name, *nl))
+        return "header names must be tokens";
+    if (!value_ok(value, *vl))
+        return "header values must not contain control characters";
+    if (reserved_header(name))
+        return "that header is managed by the server";
+    return NULL;
+}
+
+/* /headers?Name=value&...: the response carries those headers, and says them back as JSON. A
+ * requested header replaces the endpoint's default of the same name (Content-Type,
+ * Cache-Control), so `Cache-Control=max-age%3D60` is the only Cache-Control sent. */
 static int ep_headers(struct http_exchange *ex)
 {
-    struct strview q = ex->req->query;
-    char head[RESP_HEAD_MAX];
-    struct response r;
-    begin(ex, &r, head, 200, NULL);
-    char body[8192];
-    size_t pos = 0;
-    memcpy(body, "{", 1);
-    pos = 1;
-    bool have_type = false;
+    char name[65], value[1025];
+    size_t nl, vl;
+    struct strview qn, qv;
+    bool have_type = false, have_cache = false;
     unsigned count = 0;
-    size_t i = 0;
-    while (q.ptr && i < q.len) {
-        size_t start = i;
-        while (i < q.len && q.ptr[i] != '&')
-            i++;
-        size_t end = i++;
-        if (end == start)
-            continue;
-        const char *eq = memchr(q.ptr + start, '=', end - start);
-        const char *kend = eq ? eq : q.ptr + end;
-        char name[65], value[1025];
-        ssize_t nl = query_decode(q.ptr + start, (size_t)(kend - q.ptr - start), name,
-                                  sizeof(name) - 1);
-        ssize_t vl = eq ? query_decode(eq + 1, (size_t)(q.ptr + end - eq - 1), value,
-                                       sizeof(value) - 1)
-                        : 0;
-        if (nl < 0 || vl < 0)
-            return bad_request(ex, "malformed or too long query parameter");
-        name[nl] = value[vl] = '\0';
-        if (!token_ok(name, (size_t)nl))
-            return bad_request(ex, "header names must be tokens");
-        if (!value_ok(value, (size_t)vl))
-            return bad_request(ex, "header values must not contain control characters");
-        if (reserved_header(name))
-            return bad_request(ex, "that header is managed by the server");
+    struct sv_query q = { ex->req->query };
+    while (sv_query_next(&q, &qn, &qv)) { /* check everything before answering */
+        const char *why = header_param(qn, qv, name, &nl, value, &vl);
+        if (why)
+            return bad_request(ex, why);
         if (++count > HEADERS_MAX)
             return bad_request(ex, "at most 20 headers");
         have_type |= !strcasecmp(name, "content-type");
-        resp_header(&r, name, (size_t)nl, value, (size_t)vl);
+        have_cache |= !strcasecmp(name, "cache-control");
+    }
+    char head[RESP_HEAD_MAX];
+    struct response r;
+    resp_begin(&r, head, RESP_HEAD_MAX, 200, ex->date);
+    if (!have_type)
+        ADD_LIT(&r, "Content-Type: application/json\r\n");
+    if (!have_cache)
+        ADD_LIT(&r, "Cache-Control: no-store\r\n");
+    builtin_add_location_headers(&r, ex);
+    char body[8192];
+    size_t pos = 1;
+    body[0] = '{';
+    count = 0;
+    q = (struct sv_query){ ex->req->query };
+    while (sv_query_next(&q, &qn, &qv)) {
+        header_param(qn, qv, name, &nl, value, &vl);
+        resp_header(&r, name, nl, value, vl);
         if (r.overflow)
             return bad_request(ex, "headers too large");
-        if (count > 1)
+        if (count++)
             body[pos++] = ',';
         body[pos++] = '"';
-        if (!json_escape_append(body, sizeof(body) - 16, &pos, name, (size_t)nl))
+        if (!json_escape_append(body, sizeof(body) - 16, &pos, name, nl))
             return bad_request(ex, "headers too large");
         memcpy(body + pos, "\":\"", 3);
         pos += 3;
-        if (!json_escape_append(body, sizeof(body) - 16, &pos, value, (size_t)vl))
+        if (!json_escape_append(body, sizeof(body) - 16, &pos, value, vl))
             return bad_request(ex, "headers too large");
         body[pos++] = '"';
     }
     memcpy(body + pos, "}\n", 2);
     pos += 2;
-    if (!have_type)
-        ADD_LIT(&r, "Content-Type: application/json\r\n");
     return ex_send(ex, &r, body, pos) < 0 ? -1 : 0;
 }
 

@@ -44,8 +44,13 @@ static void config_defaults(struct config *cfg)
     cfg->tls_session_cache = 20480;
     cfg->tls_session_timeout = 3600000;
     cfg->tls_ticket_rotation = 3600000;
-    cfg->timeout_header = 60000;
-    cfg->timeout_body = 60000;
+    /* Apache's mod_reqtimeout defaults (header=20-40,MinRate=500 body=20,MinRate=500). */
+    cfg->timeout_header = 20000;
+    cfg->timeout_header_max = 40000;
+    cfg->timeout_header_min_rate = 500;
+    cfg->timeout_body = 20000;
+    cfg->timeout_body_max = 0;
+    cfg->timeout_body_min_rate = 500;
     cfg->timeout_keepalive = 75000;
     cfg->timeout_send = 60000;
     cfg->drain_timeout = 30000;
@@ -156,7 +161,11 @@ static const struct directive directives[] = {
     { "file_cache_size", D_SIZE, F(file_cache_size), 0, UINT64_C(1) << 40 },
     { "file_cache_valid", D_DURATION, F(file_cache_valid), 0, 86400000 },
     { "timeout_header", D_DURATION, F(timeout_header), 1, 86400000 },
+    { "timeout_header_max", D_DURATION, F(timeout_header_max), 0, 86400000 },
+    { "timeout_header_min_rate", D_UINT, F(timeout_header_min_rate), 0, 1000000000 },
     { "timeout_body", D_DURATION, F(timeout_body), 1, 86400000 },
+    { "timeout_body_max", D_DURATION, F(timeout_body_max), 0, 86400000 },
+    { "timeout_body_min_rate", D_UINT, F(timeout_body_min_rate), 0, 1000000000 },
     { "timeout_keepalive", D_DURATION, F(timeout_keepalive), 1, 86400000 },
     { "timeout_send", D_DURATION, F(timeout_send), 1, 86400000 },
     { "drain_timeout", D_DURATION, F(drain_timeout), 0, 86400000 },

@@ -66,8 +66,16 @@ struct config {
     unsigned file_cache_valid; /* ms between revalidations of an entry */
 
     /* Timeouts in milliseconds. */
+    /* A request head must arrive within timeout_header of its first byte; every
+     * timeout_header_min_rate bytes received extend that by a second, up to timeout_header_max
+     * from the first byte. The same for a body, from its start (timeout_body_max 0: no cap —
+     * max_body_size / min rate bounds it). Rates are bytes per second; 0: no extension. */
     unsigned timeout_header;
+    unsigned timeout_header_max;
+    unsigned timeout_header_min_rate;
     unsigned timeout_body;
+    unsigned timeout_body_max;
+    unsigned timeout_body_min_rate;
     unsigned timeout_keepalive;
     unsigned timeout_send;
     unsigned drain_timeout;

@@ -65,14 +65,15 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     c->hs = l->hs;
     c->file_fd = -1;
     if (peer->ss_family == AF_INET6) {
-        memcpy(&c->peer, peer, sizeof(c->peer));
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)peer;
+        c->peer_addr = in6->sin6_addr;
+        c->peer_port = in6->sin6_port;
     } else {
         const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)peer;
-        c->peer.sin6_family = AF_INET6;
-        c->peer.sin6_port = in4->sin_port;
-        c->peer.sin6_addr.s6_addr[10] = 0xff;
-        c->peer.sin6_addr.s6_addr[11] = 0xff;
-        memcpy(&c->peer.sin6_addr.s6_addr[12], &in4->sin_addr, 4);
+        c->peer_port = in4->sin_port;
+        c->peer_addr.s6_addr[10] = 0xff;
+        c->peer_addr.s6_addr[11] = 0xff;
+        memcpy(&c->peer_addr.s6_addr[12], &in4->sin_addr, 4);
     }
     http_parser_init(&c->parser);
     c->proxy_header = l->addr.proxy_protocol;
@@ -152,17 +153,18 @@ void conn_free_stopped(struct conn *c)
     free(c);
 }
 
-/* Hand the connection back to the handle set. `kind` is ARMED_BUSY or ARMED_IDLE; the deadline
- * is now + timeout_ms unless `keep_deadline` (a request head keeps its first deadline). */
-static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
-                     bool keep_deadline)
+#define DEADLINE_KEEP INT64_MIN
+
+/* Hand the connection back to the handle set, to expire at `deadline` (monotonic ms;
+ * DEADLINE_KEEP: the one it has). `kind` is ARMED_BUSY, ARMED_IDLE or ARMED_LINGER. */
+static void conn_arm_until(struct conn *c, uint32_t events, int kind, int64_t deadline)
 {
     if (c->tp_want) {
         events = c->tp_want; /* the transport must first move bytes the other way */
         c->tp_want = 0;
     }
-    if (!keep_deadline)
-        atomic_store_explicit(&c->deadline, now_ms() + timeout_ms, memory_order_relaxed);
+    if (deadline != DEADLINE_KEEP)
+        atomic_store_explicit(&c->deadline, deadline, memory_order_relaxed);
     uint8_t view = kind == ARMED_IDLE        ? CV_IDLE
                    : c->phase == PH_LINGER   ? CV_CLOSING
                    : (events & EPOLLOUT)     ? CV_WRITING
@@ -177,6 +179,43 @@ static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout
         atomic_store_explicit(&c->armed, ARMED_NO, memory_order_relaxed);
         conn_close(c);
     }
+}
+
+/* The same, to expire `timeout_ms` from now, or (keep_deadline) when it was going to. */
+static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
+                     bool keep_deadline)
+{
+    conn_arm_until(c, events, kind, keep_deadline ? DEADLINE_KEEP : now_ms() + timeout_ms);
+}
+
+/* When a request head or body that began at `start` and has brought `bytes` so far must be
+ * complete: `base` after its start, a second later for every `rate` bytes received (rate 0:
+ * never later), but no later than `max` after its start (0: no such cap; below base: base).
+ * Apache's RequestReadTimeout with MinRate: an honest client on a slow link keeps earning
+ * time, a trickle does not. */
+static int64_t read_deadline(int64_t start, uint64_t bytes, unsigned base, unsigned max,
+                             unsigned rate)
+{
+    uint64_t ms = base;
+    if (rate)
+        ms += bytes * 1000 / rate;
+    if (max && ms > (max > base ? max : base))
+        ms = max > base ? max : base;
+    return start + (int64_t)(ms < INT32_MAX ? ms : INT32_MAX);
+}
+
+/* Start counting a request body's time and bytes (its head has just been read). */
+static void body_begins(struct conn *c)
+{
+    c->phase = PH_BODY;
+    c->phase_start = now_ms();
+}
+
+static int64_t body_deadline(const struct conn *c)
+{
+    const struct config *cfg = &c->rt->cfg;
+    return read_deadline(c->phase_start, c->body.wire, cfg->timeout_body, cfg->timeout_body_max,
+                         cfg->timeout_body_min_rate);
 }
 
 void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
@@ -571,7 +610,7 @@ static int serve_request(struct conn *c, struct worker *w, struct http_request *
     if (body_follows && req->expect_continue)
         ex.keep_alive = false;
     netaddr_real_client(&c->rt->cfg.trusted_proxies, c->rt->cfg.real_ip_forwarded,
-                        &c->peer.sin6_addr, req, &ex.client_addr);
+                        &c->peer_addr, req, &ex.client_addr);
     int status = !c->ssl && c->rt->cfg.tls_redirect_http ? tls_http_redirect(&ex)
                                                          : router_dispatch(&ex);
     /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
@@ -600,7 +639,7 @@ static int serve_parse_error(struct conn *c, struct worker *w, int status)
 {
     struct http_exchange ex = {
         .conn = c, .w = w, .srv = c->srv, .rt = c->rt, .req = NULL, .date = conn_thread_date(w),
-        .keep_alive = false, .client_addr = c->peer.sin6_addr,
+        .keep_alive = false, .client_addr = c->peer_addr,
     };
     c->close_after = true;
     int rc = ex_send_error(&ex, status);
@@ -656,7 +695,7 @@ static void conn_wait_deferred(struct conn *c, struct worker *w)
         if (xd_schedule(c) < 0) /* parked: the timer owns `c` from here */
             conn_close(c);
     } else if (xd_reads_body(c)) {
-        conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+        conn_arm_until(c, EPOLLIN, ARMED_BUSY, body_deadline(c));
     } else {
         conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false); /* yield, then writable() */
     }
@@ -786,7 +825,7 @@ int conn_pump_body(struct conn *c, http_body_cb sink, void *arg)
     }
     struct http_request unused;
     struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &unused,
-                             .on_body = sink, .body_arg = arg };
+                             .body = &c->body, .on_body = sink, .body_arg = arg };
     size_t used = 0;
     enum http_parse_result r = http_parse_body(&ps, buf, have, &used);
     if (r == HTTP_PARSE_INCOMPLETE)
@@ -821,7 +860,8 @@ static void conn_serve(struct conn *c, struct worker *w)
     char buf[READ_BUF_SIZE];
     struct http_request req;
     struct body_sink sink = { c, w };
-    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req, .body_arg = &sink };
+    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req, .body = &c->body,
+                             .body_arg = &sink };
     size_t have = 0, pos = 0;
     bool may_read = true;
 
@@ -834,14 +874,14 @@ static void conn_serve(struct conn *c, struct worker *w)
 
     for (;;) {
         if (c->proxy_header && have > 0) {
-            in_port_t port = ntohs(c->peer.sin6_port);
-            int n = proxy_protocol_parse(buf, have, &c->peer.sin6_addr, &port);
+            in_port_t port = ntohs(c->peer_port);
+            int n = proxy_protocol_parse(buf, have, &c->peer_addr, &port);
             if (n < 0) {
                 conn_close(c); /* not from our proxy: nobody to answer */
                 return;
             }
             if (n > 0) {
-                c->peer.sin6_port = htons(port);
+                c->peer_port = htons(port);
                 c->proxy_header = false;
                 pos = (size_t)n;
             }
@@ -867,6 +907,21 @@ static void conn_serve(struct conn *c, struct worker *w)
                 }
                 if (c->xd && c->xd->done)
                     xd_finish(c, w);
+                if (r == HTTP_PARSE_ERROR && c->xd && !c->xd->responded) {
+                    /* A handler reading the body has not answered yet: the client learns why
+                     * (413, 400), then the connection closes. */
+                    c->phase = PH_HEAD; /* the rest of the body is drained by the linger */
+                    if (xd_fail(c, w, ps.status) < 0) {
+                        conn_close(c);
+                        return;
+                    }
+                    if (c->sending) {
+                        conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
+                        return;
+                    }
+                    conn_finish_close(c, true);
+                    return;
+                }
                 if (r != HTTP_PARSE_INCOMPLETE && r != HTTP_PARSE_DONE) {
                     /* The response was already sent; a broken body leaves framing unknown. */
                     conn_finish_close(c, true);
@@ -929,8 +984,10 @@ static void conn_serve(struct conn *c, struct worker *w)
                  * deferred exchange, stream.c); for the others they are discarded after the
                  * response, where an error can only close. */
                 llhttp_t probe = c->parser;
+                struct http_body_count probe_count = c->body;
                 struct http_parse check = ps;
                 check.parser = &probe;
+                check.body = &probe_count;
                 check.on_body = NULL;
                 size_t checked = 0;
                 enum http_parse_result pr = http_parse_body(&check, buf + pos, have - pos, &checked);
@@ -946,7 +1003,7 @@ static void conn_serve(struct conn *c, struct worker *w)
              * close, not read as requests. A handler that reads the body sends 100 Continue
              * itself (ex_defer, below). */
             if (body_follows && (!req.expect_continue || body_here))
-                c->phase = PH_BODY;
+                body_begins(c);
             /* More bytes after this request: its response may wait for the next ones, so
              * that the answers to one read leave in one write. */
             c->gather = pos < have && !body_follows;
@@ -965,7 +1022,7 @@ static void conn_serve(struct conn *c, struct worker *w)
                 xd_finish(c, w);
             if (c->xd && body_follows && req.expect_continue &&
                 (c->xd->flags & (EX_WANT_BODY | EX_TAKE_CONN)))
-                c->phase = PH_BODY; /* it reads the body: 100 Continue went out (ex_defer) */
+                body_begins(c); /* it reads the body: 100 Continue went out (ex_defer) */
             if (c->xd && (c->xd->flags & EX_TAKE_CONN)) {
                 /* The handler takes the connection, with the rest of the input (its body). */
                 park_for_exchange(c, w, buf + pos, have - pos);
@@ -1025,14 +1082,19 @@ static void conn_serve(struct conn *c, struct worker *w)
             return;
         }
         if (c->phase == PH_BODY) {
-            conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_body, false);
+            conn_arm_until(c, EPOLLIN, ARMED_BUSY, body_deadline(c));
         } else if (c->handshaking) {
             /* the whole handshake must finish within timeout_handshake from accept */
             conn_arm(c, EPOLLIN, ARMED_IDLE, cfg->timeout_handshake, true);
         } else if (have > 0) {
-            bool keep = c->head_deadline;
-            c->head_deadline = true;
-            conn_arm(c, EPOLLIN, ARMED_BUSY, cfg->timeout_header, keep);
+            /* A head has begun: its time counts from the read that brought its first byte. */
+            if (!c->head_deadline) {
+                c->head_deadline = true;
+                c->phase_start = now_ms();
+            }
+            conn_arm_until(c, EPOLLIN, ARMED_BUSY,
+                           read_deadline(c->phase_start, have, cfg->timeout_header,
+                                         cfg->timeout_header_max, cfg->timeout_header_min_rate));
         } else if (atomic_load_explicit(&srv->draining, memory_order_relaxed) && c->requests) {
             conn_finish_close(c, true); /* between requests while draining: close, gracefully */
         } else {

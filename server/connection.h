@@ -63,13 +63,14 @@ struct conn {
     const struct transport_ops *tp;
     const struct listener *listener;
     struct conn *prev, *next;          /* server's connection list, under conns_lock */
-    _Atomic int armed;
     _Atomic int64_t deadline;          /* monotonic ms; the sweep expires it after this */
+    _Atomic int armed;
+    int file_fd;                       /* file being sent, -1 when none */
 
     uint8_t phase;                     /* enum conn_phase */
     bool close_after;                  /* close once the response in flight is sent */
     bool sending;                      /* a response is parked waiting for EPOLLOUT */
-    bool head_deadline;                /* deadline counts from the start of this head */
+    bool head_deadline;                /* phase_start is the start of the head being read */
     bool proxy_header;                 /* a PROXY protocol header must come first */
     bool handshaking;                  /* TLS handshake not finished: timeout_handshake applies */
     uint8_t tp_want;                   /* events the transport needs after -EAGAIN (transport.h) */
@@ -77,20 +78,24 @@ struct conn {
     struct ssl_st *ssl;                /* TLS connection (transport_tls.c); NULL when plain */
     struct carry *in;                  /* unparsed input carried between events */
     struct carry *out;                 /* unsent response bytes */
-    int file_fd;                       /* file being sent, -1 when none */
     void (*file_release)(void *ref);   /* owner of file_fd (NULL: the connection owns it) */
     void *file_ref;
     off_t file_off;
     off_t file_left;
-    uint32_t requests;                 /* served on this connection */
     struct ex_deferred *xd;            /* a deferred exchange in progress (stream.c), or NULL */
+    int64_t phase_start;               /* monotonic ms: the first byte of the head being read, or
+                                        * the start of the body (their deadlines count from it) */
+    struct http_body_count body;       /* the request body read so far (its limits) */
+    uint32_t requests;                 /* served on this connection */
     _Atomic uint8_t view;              /* enum conn_view, read by /server-status */
     bool gather;                       /* more requests follow in this read: a whole response
                                         * may be kept for one write with the next ones */
     bool gathered;                     /* `out` holds such responses, not yet written (only
                                         * while the connection's thread serves the read) */
 
-    struct sockaddr_in6 peer;          /* IPv4 stored as v4-mapped */
+    struct in6_addr peer_addr;         /* the TCP peer (IPv4 v4-mapped), or what a PROXY header
+                                        * says; the client unless a trusted proxy says more */
+    in_port_t peer_port;               /* its port, network byte order */
     llhttp_t parser;
 };
 

@@ -150,6 +150,17 @@ static int on_header_value_complete(llhttp_t *p)
             req->host_count++;
         }
         return 0;
+    case 10:
+        if (NAME_IS(h->name, "connection")) {
+            /* Read here rather than by llhttp, whose own reading misses tokens with OWS
+             * around them ("\t close \t"): a token list, any number of field lines. */
+            if (sv_list_has_token(h->value, "close", 5))
+                ps->conn_close = true;
+            if (sv_list_has_token(h->value, "keep-alive", 10))
+                ps->conn_keep_alive = true;
+            return 0;
+        }
+        break;
     case 6:
         if (NAME_IS(h->name, "expect")) {
             if (!SV_CASE_EQ(h->value, "100-continue"))
@@ -237,11 +248,16 @@ static int on_headers_complete(llhttp_t *p)
     req->method = llhttp_get_method(p);
     req->http_major = llhttp_get_http_major(p);
     req->http_minor = llhttp_get_http_minor(p);
-    req->keep_alive = llhttp_should_keep_alive(p);
     if (!ps->saw_version)
         return fail(p, 400, "no HTTP-version (HTTP/0.9 request line)");
-    if (req->http_major != 1 || req->http_minor > 1)
+    if (req->http_major != 1)
         return fail(p, 505, "HTTP version not supported");
+    /* RFC 9110 2.5: a higher minor version of a major version we support is answered as the
+     * highest minor we support (llhttp, lenient on versions, let it through). */
+    if (req->http_minor > 1)
+        req->http_minor = 1;
+    /* RFC 9112 9.3: HTTP/1.1 stays open unless "close"; HTTP/1.0 only with "keep-alive". */
+    req->keep_alive = !ps->conn_close && (req->http_minor == 1 || ps->conn_keep_alive);
     if (req->method == HTTP_CONNECT)
         return fail(p, 501, "CONNECT not supported");
     if (req->host_count > 1)
@@ -269,15 +285,15 @@ static int on_headers_complete(llhttp_t *p)
         return fail(p, 413, "request body too large");
     if (!req->has_body)
         req->expect_continue = false;
-    ps->body_seen = 0;
+    ps->body->seen = 0;
     return req->has_body ? HPE_PAUSED : 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
-    ps->body_seen += len;
-    if (ps->body_seen > ps->cfg->max_body_size)
+    ps->body->seen += len;
+    if (ps->body->seen > ps->cfg->max_body_size)
         return fail(p, 413, "request body too large");
     if (ps->on_body) {
         int st = ps->on_body(ps->body_arg, at, len);
@@ -326,6 +342,10 @@ static const llhttp_settings_t settings = {
 void http_parser_init(llhttp_t *parser)
 {
     llhttp_init(parser, HTTP_REQUEST, &settings);
+    /* Any DIGIT "." DIGIT version reaches on_headers_complete, which answers HTTP/1.x above
+     * 1.1 as HTTP/1.1 and other majors with 505 (strict llhttp rejects "HTTP/1.2" as invalid).
+     * The version's syntax is still llhttp's to check. */
+    parser->lenient_flags |= LENIENT_VERSION;
 }
 
 /* Is data[0..) a method token followed by a space (unknown method -> 501, else 400)? */
@@ -398,8 +418,10 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
     ps->te_fields = 0;
     ps->te_other = false;
     ps->saw_version = false;
+    ps->conn_close = false;
+    ps->conn_keep_alive = false;
     ps->ext_name_len = 0;
-    ps->body_wire = 0;
+    ps->body->wire = 0;
     llhttp_reset(ps->parser);
     enum http_parse_result r = run(ps, data, len, consumed, true);
     if (r == HTTP_PARSE_INCOMPLETE && len > ps->cfg->max_head_size) {
@@ -427,8 +449,8 @@ enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, 
      * max_request_head on top of the body. */
     if (r == HTTP_PARSE_ERROR)
         return r;
-    ps->body_wire += *consumed;
-    if (ps->body_wire > ps->cfg->max_body_size + ps->cfg->max_head_size) {
+    ps->body->wire += *consumed;
+    if (ps->body->wire > ps->cfg->max_body_size + ps->cfg->max_head_size) {
         ps->status = 413;
         return HTTP_PARSE_ERROR;
     }

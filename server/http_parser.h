@@ -30,13 +30,19 @@ enum http_parse_result {
  * (e.g. 413) to abort parsing with that error. */
 typedef int (*http_body_cb)(void *arg, const char *data, size_t len);
 
+/* How much of a request body has arrived. It lives with the connection, not with one parse:
+ * a body spans many reads, and the limits hold over all of it. */
+struct http_body_count {
+    uint64_t seen;               /* body bytes, decoded (max_body_size) */
+    uint64_t wire;               /* bytes of the body as sent, chunk framing included */
+};
+
 struct http_parse {
     llhttp_t *parser;
     const struct config *cfg;
     struct http_request *req;    /* filled while parsing a head */
     const char *msg_start;       /* first byte of the head being parsed */
-    uint64_t body_seen;          /* body bytes seen so far (limit check) */
-    uint64_t body_wire;          /* bytes of the body as sent, chunk framing included */
+    struct http_body_count *body; /* the current request's body so far */
     http_body_cb on_body;
     void *body_arg;
     int status;                  /* error status on HTTP_PARSE_ERROR */
@@ -44,6 +50,8 @@ struct http_parse {
     int state;                   /* internal: which header callback came last */
     bool saw_version;            /* internal: the request line had an HTTP-version */
     bool te_other;               /* internal: a Transfer-Encoding value other than chunked */
+    bool conn_close;             /* internal: a Connection field has the token "close" */
+    bool conn_keep_alive;        /* internal: ... the token "keep-alive" */
     unsigned te_fields;          /* internal: Transfer-Encoding field lines */
     size_t ext_name_len;         /* internal: length of the chunk extension name so far */
 };

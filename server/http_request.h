@@ -40,7 +40,7 @@ enum known_header {
 struct http_request {
     uint8_t method;              /* llhttp_method_t */
     uint8_t http_major, http_minor;
-    bool keep_alive;             /* llhttp_should_keep_alive() at headers complete */
+    bool keep_alive;             /* the Connection field and the version allow another request */
     bool has_body;               /* Content-Length > 0 or chunked */
     bool chunked;
     bool expect_continue;

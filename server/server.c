@@ -532,6 +532,7 @@ void server_destroy(struct server *srv)
     free(srv->hs);
     srv->hs = NULL;
     runtime_unref(atomic_exchange(&srv->rt, NULL));
+    compress_shutdown(srv); /* after the last runtime: its jobs hold runtimes */
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);
     pthread_mutex_destroy(&srv->cgi_lock);

@@ -19,6 +19,7 @@
 
 struct cgi_job;
 struct cgi_spawner;
+struct compressor;
 struct config_watch;
 struct conn;
 struct runtime;
@@ -93,6 +94,10 @@ struct server {
     pthread_mutex_t cgi_lock;    /* guards cgi_jobs and starting the spawner */
     struct cgi_job *cgi_jobs;    /* every job not yet freed, for shutdown */
     struct cgi_spawner *cgi_spawner; /* the thread that starts scripts (none without CGI) */
+
+    /* Compression of static files (handlers/compress.c): its threads and cache directories,
+     * process-wide like CGI's spawner; started with the first location that compresses. */
+    _Atomic(struct compressor *) compressor;
 };
 
 /* Build the server from `cfg` (whose allocations the first runtime takes over): open roots,

@@ -41,6 +41,12 @@ void loc_conf_init(struct loc_conf *lc)
     lc->expires = -2;
     lc->nerror_pages = -1;
     lc->root_fd = -1;
+    lc->compress = -1;
+    lc->ncompress_types = -1;
+    lc->compress_min_size = -1;
+    for (int i = 0; i < SITE_NCODINGS; i++)
+        lc->compress_level[i] = -1;
+    lc->compress_cache_size = -1;
 }
 
 int site_set_init(struct site_set *ss)
@@ -74,6 +80,10 @@ static void loc_conf_free(struct loc_conf *lc)
     for (int i = 0; i < lc->nerror_pages; i++)
         free(lc->error_pages[i].path);
     free(lc->error_pages);
+    for (int i = 0; i < lc->ncompress_types; i++)
+        free(lc->compress_types[i]);
+    free(lc->compress_types);
+    free(lc->compress_cache_dir);
 }
 
 void site_set_free(struct site_set *ss)
@@ -98,6 +108,8 @@ static const char *const site_directives[] = {
     "root", "index", "directory_listing", "hidden_files", "follow_symlinks", "precompressed",
     "etag", "spa_fallback", "add_header", "cache_control", "expires", "error_page",
     "default_type", "handler", "auth_basic", "auth_basic_user_file",
+    "compress", "compress_types", "compress_min_size", "compress_level", "compress_cache_dir",
+    "compress_cache_size",
 };
 
 bool site_directive_known(const char *name)
@@ -160,10 +172,70 @@ static int parse_seconds(const char *s, int64_t *out)
     return 0;
 }
 
+/* Sizes for the compress_* directives: bytes, or k, m, g (powers of 1024). */
+static int parse_size(const char *s, int64_t *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    long long mul = !*end ? 1 : !strcasecmp(end, "k") ? 1024
+                    : !strcasecmp(end, "m")          ? 1024 * 1024
+                    : !strcasecmp(end, "g")          ? 1024 * 1024 * 1024
+                                                     : 0;
+    if (errno || v < 0 || !mul || v > (long long)(INT64_MAX / mul))
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+/* A compress_types pattern: a media type "type/subtype" without parameters, where the subtype
+ * may hold one star (text/ANY, application/ANY+json). */
+static bool media_pattern_ok(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
+        return false;
+    int stars = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '*' && p > slash)
+            stars++;
+        else if (p != slash && !isalnum((unsigned char)*p) && !strchr("!#$&^_.+-", *p))
+            return false;
+    }
+    return stars <= 1;
+}
+
+/* compress_level CODING N */
+static int apply_compress_level(struct loc_conf *lc, const char *where, char **args, int nargs)
+{
+    static const char *const names[SITE_NCODINGS] = { "br", "zstd", "gzip" };
+    static const int lo[SITE_NCODINGS] = { 0, 1, 1 }, hi[SITE_NCODINGS] = { 11, 19, 9 };
+    int c = -1;
+    for (int i = 0; nargs == 2 && i < SITE_NCODINGS; i++)
+        if (!strcmp(args[0], names[i]))
+            c = i;
+    if (c < 0) {
+        fprintf(stderr, "%s: 'compress_level' takes a coding (br, zstd, gzip) and a level\n", where);
+        return -1;
+    }
+    char *end;
+    long v = strtol(args[1], &end, 10);
+    if (!isdigit((unsigned char)args[1][0]) || *end || v < lo[c] || v > hi[c]) {
+        fprintf(stderr, "%s: compress_level %s takes %d to %d, not '%s'\n", where, names[c],
+                lo[c], hi[c], args[1]);
+        return -1;
+    }
+    lc->compress_level[c] = (int)v;
+    return 0;
+}
+
 int site_apply(struct loc_conf *lc, const char *where, const char *name, char **args, int nargs)
 {
     bool multi = !strcmp(name, "index") || !strcmp(name, "add_header") ||
-                 !strcmp(name, "error_page") || !strcmp(name, "handler");
+                 !strcmp(name, "error_page") || !strcmp(name, "handler") ||
+                 !strcmp(name, "compress_types") || !strcmp(name, "compress_level");
     if (nargs < 1 || (!multi && nargs != 1)) {
         fprintf(stderr, "%s: '%s' takes %s\n", where, name, multi ? "more values" : "exactly one value");
         return -1;
@@ -302,6 +374,50 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
         free(lc->handler_arg);
         lc->handler = xstrdup(v);
         lc->handler_arg = nargs == 2 ? xstrdup(args[1]) : NULL;
+    } else if (!strcmp(name, "compress")) {
+        return on_off(where, name, v, &lc->compress);
+    } else if (!strcmp(name, "compress_types")) {
+        for (int i = 0; i < nargs; i++)
+            if (!media_pattern_ok(args[i])) {
+                fprintf(stderr, "%s: invalid media type '%s' for 'compress_types' (type/subtype, "
+                                "one '*' allowed in the subtype)\n", where, args[i]);
+                return -1;
+            }
+        for (int i = 0; i < lc->ncompress_types; i++)
+            free(lc->compress_types[i]);
+        free(lc->compress_types);
+        lc->compress_types = xrealloc(NULL, sizeof(char *) * (size_t)nargs);
+        for (int i = 0; i < nargs; i++) {
+            lc->compress_types[i] = xstrdup(args[i]);
+            for (char *p = lc->compress_types[i]; *p; p++)
+                *p = (char)tolower((unsigned char)*p);
+        }
+        lc->ncompress_types = nargs;
+    } else if (!strcmp(name, "compress_min_size")) {
+        if (parse_size(v, &lc->compress_min_size) < 0) {
+            fprintf(stderr, "%s: 'compress_min_size' takes a size (bytes, k, m), not '%s'\n",
+                    where, v);
+            return -1;
+        }
+    } else if (!strcmp(name, "compress_level")) {
+        return apply_compress_level(lc, where, args, nargs);
+    } else if (!strcmp(name, "compress_cache_dir")) {
+        if (strcmp(v, "off") && v[0] != '/') {
+            fprintf(stderr, "%s: 'compress_cache_dir' takes an absolute path or off\n", where);
+            return -1;
+        }
+        if (strlen(v) >= 2048) {
+            fprintf(stderr, "%s: 'compress_cache_dir' path too long\n", where);
+            return -1;
+        }
+        free(lc->compress_cache_dir);
+        lc->compress_cache_dir = xstrdup(strcmp(v, "off") ? v : "");
+    } else if (!strcmp(name, "compress_cache_size")) {
+        if (parse_size(v, &lc->compress_cache_size) < 0 || lc->compress_cache_size < 64 * 1024) {
+            fprintf(stderr, "%s: 'compress_cache_size' takes a size of at least 64k (k, m, g), "
+                            "not '%s'\n", where, v);
+            return -1;
+        }
     } else {
         fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
         return -1;
@@ -426,6 +542,22 @@ static void inherit(struct loc_conf *lc, const struct loc_conf *p)
     lc->default_type = inherit_str(lc->default_type, p->default_type);
     lc->auth_realm = inherit_str(lc->auth_realm, p->auth_realm);
     lc->auth_file = inherit_str(lc->auth_file, p->auth_file);
+    if (lc->compress < 0)
+        lc->compress = p->compress;
+    if (lc->ncompress_types < 0) {
+        lc->ncompress_types = p->ncompress_types;
+        lc->compress_types = xrealloc(NULL, sizeof(char *) * (size_t)(p->ncompress_types + 1));
+        for (int i = 0; i < p->ncompress_types; i++)
+            lc->compress_types[i] = xstrdup(p->compress_types[i]);
+    }
+    if (lc->compress_min_size < 0)
+        lc->compress_min_size = p->compress_min_size;
+    for (int i = 0; i < SITE_NCODINGS; i++)
+        if (lc->compress_level[i] < 0)
+            lc->compress_level[i] = p->compress_level[i];
+    lc->compress_cache_dir = inherit_str(lc->compress_cache_dir, p->compress_cache_dir);
+    if (lc->compress_cache_size < 0)
+        lc->compress_cache_size = p->compress_cache_size;
     /* Like nginx: a level that sets any add_header / error_page replaces the parent's list. */
     if (lc->nheaders < 0) {
         lc->nheaders = p->nheaders;
@@ -469,6 +601,24 @@ void site_set_finish(struct site_set *ss)
     defaults.nerror_pages = 0;
     defaults.default_type = d_type;
     defaults.auth_realm = d_empty;
+    /* Compression: what browsers' audits expect compressed, never what is compressed already
+     * (images but SVG, audio, video, archives, woff/woff2). Levels for compress-once, chosen
+     * by measurement (docs/PERFORMANCE.md, "Compression levels"). */
+    static const char *const d_types[] = {
+        "text/*", "application/javascript", "application/x-javascript", "application/json",
+        "application/*+json", "application/xml", "application/*+xml", "image/svg+xml",
+        "application/wasm", "font/ttf", "font/otf", "font/collection", "font/sfnt",
+        "application/vnd.ms-fontobject",
+    };
+    defaults.compress = 1;
+    defaults.compress_types = (char **)(uintptr_t)d_types; /* only read: copied by inherit() */
+    defaults.ncompress_types = (int)(sizeof(d_types) / sizeof(d_types[0]));
+    defaults.compress_min_size = 1024;
+    defaults.compress_level[0] = 11; /* br */
+    defaults.compress_level[1] = 19; /* zstd */
+    defaults.compress_level[2] = 9;  /* gzip */
+    defaults.compress_cache_dir = d_empty;
+    defaults.compress_cache_size = 256 * 1024 * 1024;
 
     inherit(&ss->sites[0].base, &defaults);
     for (unsigned i = 1; i < ss->nsites; i++)

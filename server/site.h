@@ -20,6 +20,8 @@
 #include "strview.h"
 
 #define SITE_MAX_INDEX 8
+/* On-the-fly compression: the codings, in the order of enum fc_encoding (file_cache.h). */
+#define SITE_NCODINGS 3
 
 struct auth_users;
 struct handler_ops;
@@ -65,6 +67,14 @@ struct loc_conf {
     char *default_type;
     char *auth_realm;         /* Basic authentication realm; "" = off */
     char *auth_file;          /* its user file */
+    /* Compression of static files on the fly (handlers/compress.c). */
+    int compress;             /* on|off */
+    char **compress_types;    /* media-type patterns: text/html, text/ANY, application/ANY+json */
+    int ncompress_types;      /* -1 unset */
+    int64_t compress_min_size;/* bytes; -1 unset */
+    int compress_level[SITE_NCODINGS]; /* br, zstd, gzip; -1 unset */
+    char *compress_cache_dir; /* "" = off (variants kept in memory only) */
+    int64_t compress_cache_size; /* bytes; -1 unset */
 
     /* Filled at server start-up. */
     struct auth_users *auth_users;

@@ -182,6 +182,20 @@ void xd_abort(struct conn *c, struct worker *w)
     xd_free(c);
 }
 
+int xd_fail(struct conn *c, struct worker *w, int status)
+{
+    struct ex_deferred *xd = c->xd;
+    struct http_exchange ex;
+    xd_exchange(&ex, c, w);
+    if (xd->ops->abort)
+        xd->ops->abort(xd->inst, &ex); /* the handler's state goes; the answer is ours */
+    xd->state = ex.state = NULL;
+    ex.keep_alive = false;
+    int rc = ex_send_error(&ex, status);
+    xd_finish(c, w);
+    return rc;
+}
+
 void xd_finish(struct conn *c, struct worker *w)
 {
     log_exchange(c, w, c->xd->status);

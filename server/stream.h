@@ -57,6 +57,10 @@ int xd_writable(struct conn *c, struct worker *w);
 /* The connection is closing: call the handler's abort() (unless it took the connection, in
  * which case it cleans up itself) and free the deferred exchange. `w` may be NULL. */
 void xd_abort(struct conn *c, struct worker *w);
+/* The request failed before the handler answered (its body was too large or malformed): the
+ * handler's abort() frees its state, the client gets `status` and the connection will close;
+ * the exchange is logged with that status and freed. Returns 0 or -errno. */
+int xd_fail(struct conn *c, struct worker *w, int status);
 /* The exchange has finished (the handler has released its state): log it and free it. */
 void xd_finish(struct conn *c, struct worker *w);
 /* Free it without logging (it failed before answering; the caller answers and logs). */

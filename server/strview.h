@@ -59,4 +59,48 @@ static inline bool sv_list_has_token(struct strview s, const char *tok, size_t t
     return false;
 }
 
+/* The parameters of a query string ("a=1&b&c=3"), in order; names and values are raw (not
+ * percent-decoded). Empty parameters ("a=1&&b") are skipped; a parameter without "=" has an
+ * empty value.
+ *
+ *     struct sv_query q = { query };
+ *     struct strview name, value;
+ *     while (sv_query_next(&q, &name, &value)) ...
+ */
+struct sv_query {
+    struct strview rest;
+};
+
+static inline bool sv_query_next(struct sv_query *q, struct strview *name, struct strview *value)
+{
+    while (q->rest.len) {
+        const char *p = q->rest.ptr;
+        const char *amp = memchr(p, '&', q->rest.len);
+        size_t len = amp ? (size_t)(amp - p) : q->rest.len;
+        q->rest.ptr += amp ? len + 1 : len;
+        q->rest.len -= amp ? len + 1 : len;
+        if (len == 0)
+            continue;
+        const char *eq = memchr(p, '=', len);
+        *name = (struct strview){ p, eq ? (size_t)(eq - p) : len };
+        *value = eq ? (struct strview){ eq + 1, len - name->len - 1 } : (struct strview){ p + len, 0 };
+        return true;
+    }
+    return false;
+}
+
+/* The first parameter called `name` (raw value), or false. */
+static inline bool sv_query_get(struct strview query, const char *name, size_t name_len,
+                                struct strview *value)
+{
+    struct sv_query q = { query };
+    struct strview n, v;
+    while (sv_query_next(&q, &n, &v))
+        if (sv_eq(n, name, name_len)) {
+            *value = v;
+            return true;
+        }
+    return false;
+}
+
 #endif

@@ -46,7 +46,7 @@ enum {
 static void log_failure(struct conn *c, const char *what, int ssl_err, int sys_err)
 {
     char addr[INET6_ADDRSTRLEN] = "?";
-    const struct in6_addr *a6 = &c->peer.sin6_addr;
+    const struct in6_addr *a6 = &c->peer_addr;
     if (IN6_IS_ADDR_V4MAPPED(a6))
         inet_ntop(AF_INET, &a6->s6_addr[12], addr, sizeof(addr));
     else

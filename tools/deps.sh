@@ -18,14 +18,18 @@ set -eu
 pkgs=""
 for set in "$@"; do
     case $set in
-    build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev" ;;
+    # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress.c)
+    build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev
+                 libbrotli-dev libzstd-dev" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
-    # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh).
-    test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh" ;;
+    # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh);
+    # python3-brotli, python3-zstandard: the decoders of the compression tests (test_compress.py).
+    test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
+                python3-brotli python3-zstandard" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
-                 lighttpd-mod-openssl valgrind strace" ;;
+                 lighttpd-mod-openssl lighttpd-mod-deflate libjs-jquery valgrind strace" ;;
     *) echo "deps: unknown set '$set' (build, test, fuzz, bench)" >&2; exit 2 ;;
     esac
 done

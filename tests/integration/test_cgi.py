@@ -235,6 +235,26 @@ def test_post_bodies_plain_and_chunked(tmpdir):
         assert c.read_response().status == 200
 
 
+def test_chunked_body_limit_holds_across_reads(tmpdir):
+    # max_body_size bounds the whole body, not what one read brings: a chunked body sent in
+    # many pieces, 320 KiB in all against a 100 KiB limit, is refused with 413 and never
+    # reaches the script (whose echo would be a 200).
+    srv = setup(tmpdir, conf=["max_body_size 100k"])
+    chunk = b"%x\r\n%s\r\n" % (16384, b"c" * 16384)
+    with Conn(srv) as c:
+        c.send(req("POST", "/cgi-bin/echo-body", headers=[("Transfer-Encoding", "chunked")]))
+        try:
+            for _ in range(20):
+                c.send(chunk)
+                time.sleep(0.02)
+            c.send(b"0\r\n\r\n")
+        except OSError:
+            pass   # the server may close while the rest is still on its way
+        r = c.read_response("POST")
+        assert r.status == 413, (r.status, r.body[:100])
+        assert c.wait_closed(5)
+
+
 def test_stdin_backpressure_large_body_to_slow_reader(tmpdir):
     srv = setup(tmpdir, conf=["max_body_size 64m"])
     size = 32 * 1024 * 1024

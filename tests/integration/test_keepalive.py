@@ -48,6 +48,79 @@ def test_connection_close_ignores_following_requests(srv):
         assert c.wait_closed(5)
 
 
+# ---- the Connection field as a token list (RFC 9110 7.6.1: OWS, case, several lines) ------
+
+def _head(version, *fields):
+    return (b"GET /one.txt " + version + b"\r\nHost: x\r\n" +
+            b"".join(f + b"\r\n" for f in fields) + b"\r\n")
+
+
+def _answered_then_closed(srv, data):
+    with Conn(srv) as c:
+        c.send(data)
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"1", r.status
+        assert r.has_token("Connection", "close"), r.headers
+        assert c.wait_closed(5), "the connection stayed open after %r" % data
+
+
+def _answered_then_reused(srv, data):
+    with Conn(srv) as c:
+        c.send(data)
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"1", r.status
+        assert not r.has_token("Connection", "close"), r.headers
+        c.send(req("GET", "/kib.txt"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == srv.files["/kib.txt"], "not reused after %r" % data
+
+
+def test_connection_close_with_ows_around_the_token(srv):
+    _answered_then_closed(srv, _head(b"HTTP/1.1", b"Connection: \t close \t"))
+
+
+def test_connection_close_after_keep_alive_in_one_list(srv):
+    _answered_then_closed(srv, _head(b"HTTP/1.1", b"Connection: keep-alive, close"))
+
+
+def test_connection_close_capitalised(srv):
+    _answered_then_closed(srv, _head(b"HTTP/1.1", b"Connection: Close"))
+
+
+def test_connection_close_without_space(srv):
+    _answered_then_closed(srv, _head(b"HTTP/1.1", b"Connection:close"))
+
+
+def test_connection_close_on_a_second_field_line(srv):
+    _answered_then_closed(srv, _head(b"HTTP/1.1", b"Connection: keep-alive",
+                                     b"Connection: close"))
+
+
+def test_connection_close_among_other_tokens(srv):
+    _answered_then_closed(srv, _head(b"HTTP/1.1", b"Connection: x-trace,\tclose ,te"))
+
+
+def test_connection_tokens_that_only_contain_close_keep_the_connection(srv):
+    _answered_then_reused(srv, _head(b"HTTP/1.1", b"Connection: closed, xclose, close-later"))
+
+
+def test_http10_keep_alive_with_ows_and_case(srv):
+    _answered_then_reused(srv, _head(b"HTTP/1.0", b"Connection: \t Keep-Alive \t"))
+
+
+def test_http10_keep_alive_without_space(srv):
+    _answered_then_reused(srv, _head(b"HTTP/1.0", b"Connection:keep-alive"))
+
+
+def test_http10_keep_alive_on_a_second_field_line(srv):
+    _answered_then_reused(srv, _head(b"HTTP/1.0", b"Connection: x-trace",
+                                     b"Connection: keep-alive"))
+
+
+def test_http10_keep_alive_and_close_closes(srv):
+    _answered_then_closed(srv, _head(b"HTTP/1.0", b"Connection: keep-alive, close"))
+
+
 def test_http10_closes_by_default(srv):
     with Conn(srv) as c:
         c.send(req("GET", "/small.html", version="HTTP/1.0", host=None))

@@ -103,9 +103,25 @@ def test_http10_and_http11(srv):
     answer_then_keepalive(srv, b"GET /one.txt HTTP/1.1\r\nHost: x\r\n\r\n", 200)
 
 
-def test_other_versions_505_close(srv):
-    for v in (b"HTTP/1.2", b"HTTP/1.9", b"HTTP/2.0", b"HTTP/3.0", b"HTTP/0.9", b"HTTP/9.9"):
+def test_other_major_versions_505_close(srv):
+    for v in (b"HTTP/2.0", b"HTTP/3.0", b"HTTP/0.9", b"HTTP/9.9", b"HTTP/2.1"):
         error_then_close(srv, b"GET /one.txt " + v + b"\r\nHost: x\r\n\r\n", 505)
+
+
+def test_higher_minor_versions_answered_as_http11(srv):
+    # RFC 9110 2.5: HTTP/1.2 (or 1.9) is treated as the highest 1.x we support, HTTP/1.1: an
+    # HTTP/1.1 answer, and the connection stays open as HTTP/1.1's does.
+    for v in (b"HTTP/1.2", b"HTTP/1.9"):
+        with Conn(srv) as c:
+            c.send(b"GET /one.txt " + v + b"\r\nHost: x\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 200 and r.body == b"1", (v, r.status)
+            assert r.version == "HTTP/1.1", (v, r.version)
+            assert not r.has_token("Connection", "close"), (v, r.headers)
+            c.send(b"GET /one.txt " + v + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 200 and r.has_token("Connection", "close"), (v, r.headers)
+            assert c.wait_closed(5)
 
 
 def test_malformed_version_400_close(srv):

@@ -54,19 +54,21 @@ def test_etag_changes_with_content_and_mtime(tmpdir):
     s = _srv(tmpdir)
     p = os.path.join(s.rootdir, "f.txt")
     e0, lm0 = _validators(s)
-    # Only the mtime changes (touch): new ETag, new Last-Modified.
+    # Only the mtime changes (touch): a small file's ETag follows its bytes, which did not
+    # change (so a cache keeps its copy: If-None-Match still matches); Last-Modified moves.
     set_mtime(p, OLD + 100)
     e1, lm1 = _validators(s)
-    assert e1 != e0, "ETag unchanged after the mtime changed"
+    assert e1 == e0, "a touch changed the ETag of unchanged content"
     assert lm1 == imf(OLD + 100) and lm1 != lm0, lm1
-    # Same size, different content, mtime restored to a new value.
+    _is_304(get(s, "/f.txt", headers={"If-None-Match": e0}), e0)
+    # Same size, different content, a new mtime.
     with open(p, "r+b") as f:
         f.write(b"C")
     set_mtime(p, OLD + 200)
     r = get(s, "/f.txt")
     assert r.body == b"C" + BODY[1:], r.body[:40]
-    assert r.header("ETag") not in (e0, e1)
-    # Replaced by another file (new inode) with the same size and mtime: new ETag.
+    assert r.header("ETag") != e0
+    # Replaced by another file with the same size and mtime but other bytes: new ETag.
     e2 = r.header("ETag")
     tmp = p + ".tmp"
     with open(tmp, "wb") as f:
@@ -79,6 +81,52 @@ def test_etag_changes_with_content_and_mtime(tmpdir):
     # The old validators no longer produce a 304.
     r = get(s, "/f.txt", headers={"If-None-Match": e0})
     assert r.status == 200 and r.body == b"D" + BODY[1:]
+
+
+def test_large_file_etag_changes_with_mtime(tmpdir):
+    # A file too large to be held in memory is tagged by size and mtime (to the nanosecond).
+    big = b"L" * (64 * 1024)
+    root = make_root(os.path.join(tmpdir, "root"), {"big.bin": big})
+    s = conf_server(tmpdir, "file_cache_valid 0\n", root=root)
+    p = os.path.join(root, "big.bin")
+    e0, _ = _validators(s, "/big.bin")
+    os.utime(p, ns=(OLD * 10**9, OLD * 10**9 + 1))   # one nanosecond later
+    e1, _ = _validators(s, "/big.bin")
+    assert e1 != e0, "a large file's ETag missed a change of its mtime"
+    with open(p, "r+b") as f:
+        f.write(b"M")
+    os.utime(p, ns=(OLD * 10**9, OLD * 10**9 + 1))   # same size, same mtime, new bytes
+    r = get(s, "/big.bin")
+    assert r.body[:1] == b"M"
+    assert r.header("ETag") == e1   # documented: size + mtime cannot see this one
+
+
+def _replica(tmpdir, name, files):
+    """A copy of the same site (other inodes, same bytes and mtimes), served by its own
+    server, as two replicas of one image or one ConfigMap are."""
+    root = make_root(os.path.join(tmpdir, name), files)
+    os.makedirs(os.path.join(tmpdir, name + "-srv"))
+    return conf_server(os.path.join(tmpdir, name + "-srv"), "", root=root)
+
+
+def test_etags_are_the_same_on_replicas_and_across_restarts(tmpdir):
+    files = {"small.txt": BODY, "big.bin": bytes(range(256)) * 400, "page.html": b"<p>x</p>\n"}
+    a = _replica(tmpdir, "a", files)
+    b = _replica(tmpdir, "b", files)
+    for path in ("/small.txt", "/big.bin", "/page.html"):
+        ra, rb = get(a, path), get(b, path)
+        assert ra.status == rb.status == 200, path
+        ea = ra.header("ETag")
+        assert ea and ea == rb.header("ETag"), (path, ea, rb.header("ETag"))
+        st = os.stat(os.path.join(tmpdir, "a", path.lstrip("/")))
+        assert ("%x" % st.st_ino) not in ea.strip('"').split("-"), (path, ea, st.st_ino)
+        # revalidation against the other replica succeeds
+        r = get(b, path, headers={"If-None-Match": ea})
+        assert r.status == 304 and r.header("ETag") == ea, (path, r.status)
+    a.stop()
+    os.makedirs(os.path.join(tmpdir, "a-again"))
+    a2 = conf_server(os.path.join(tmpdir, "a-again"), "", root=os.path.join(tmpdir, "a"))
+    assert get(a2, "/big.bin").header("ETag") == get(b, "/big.bin").header("ETag")
 
 
 def test_if_none_match_forms(tmpdir):

@@ -1,6 +1,7 @@
 """Precompressed representations (x.br, x.zst, x.gz beside x) chosen by Accept-Encoding
 (RFC 9110 12.5.3): q-values, identity;q=0, 406, Vary, ETags per encoding, ranges and
-conditionals on the chosen representation, stale variants, curl --compressed."""
+conditionals on the chosen representation, stale variants, curl --compressed. (With `compress
+off`: how siblings and on-the-fly variants meet is in test_compress.py.)"""
 
 import gzip
 import os
@@ -39,8 +40,10 @@ def _tree(tmpdir):
 
 
 def _srv(tmpdir, extra=""):
+    # The siblings alone: compression on the fly (test_compress.py) is off here, so that the
+    # fake variants and the files without any stay what these tests expect.
     root = _tree(tmpdir)
-    s = conf_server(tmpdir, "file_cache_valid 0\n" + extra, root=root)
+    s = conf_server(tmpdir, "file_cache_valid 0\ncompress off\n" + extra, root=root)
     s.rootdir = root
     return s
 

@@ -298,6 +298,19 @@ def test_headers(tmpdir):
     assert json.loads(r.body)["X-One"] == "1"
 
 
+def test_headers_replace_the_endpoints_defaults(tmpdir):
+    # A requested header replaces the endpoint's own of the same name: one field each.
+    srv = start(tmpdir)
+    r = get(srv, "/_test/headers?Cache-Control=max-age%3D60&content-type=text/plain")
+    assert r.status == 200
+    assert r.header_all("Cache-Control") == ["max-age=60"], r.headers
+    assert r.header_all("Content-Type") == ["text/plain"], r.headers
+    assert json.loads(r.body) == {"Cache-Control": "max-age=60", "content-type": "text/plain"}
+    r = get(srv, "/_test/headers?X-A=1")
+    assert r.header_all("Cache-Control") == ["no-store"], r.headers
+    assert r.header_all("Content-Type") == ["application/json"], r.headers
+
+
 def test_headers_hostile_query_strings(tmpdir):
     srv = start(tmpdir)
     hostile = [

@@ -1,5 +1,6 @@
 """Per-phase timeouts (timer sweep every 250 ms): request head (slowloris, counted from the
-first byte), body (between reads), keep-alive idle, and send (a client that stops reading)."""
+first byte, extended while the client keeps a minimum rate, up to a maximum), body (the same
+from its start), keep-alive idle, and send (a client that stops reading)."""
 
 import os
 import select
@@ -85,22 +86,97 @@ def test_header_timeout_on_keepalive_connection(tmpdir):
         _assert_closed_between(c, t0, 1.0 - 0.05, 1.0 + TICK + T(SLACK), "second head")
 
 
-def test_body_timeout_between_reads(tmpdir):
-    srv = configured(tmpdir, {"timeout_body": "1s"})
+def _send_paced(c, data, piece, interval):
+    """Send `data` in pieces of `piece` bytes, one every `interval` s on a fixed schedule (a
+    sleep stretched by a loaded machine is caught up, so the rate holds on average)."""
+    start = time.monotonic()
+    for i in range(0, len(data), piece):
+        delay = start + (i // piece) * interval - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        c.send(data[i:i + piece])
+
+
+def test_body_trickle_closed_at_timeout_body(tmpdir):
+    srv = configured(tmpdir, {"timeout_body": "1s", "timeout_body_min_rate": "500"})
     with Conn(srv) as c:
-        c.send(req("POST", "/one.txt", {"Content-Length": "100"}) + b"x" * 10)
+        t0 = time.monotonic()   # the body's time starts when the server has read the head
+        c.send(req("POST", "/one.txt", {"Content-Length": "100000"}) + b"x" * 10)
         r = c.read_response("POST")
         assert r.status == 405
-        # trickling keeps it alive: each read restarts timeout_body
-        start = time.monotonic()
-        while time.monotonic() - start < 2.0:
-            assert c.is_open(0.01), "closed while the body was still arriving"
-            t0 = time.monotonic()   # the server reads this byte after t0: its limit is later
+        # a byte every 0.2 s earns 2 ms each: far below the minimum rate
+        sent = 10
+        while _closed(c, 0.2) is False:
+            assert time.monotonic() - t0 < 1.0 + TICK + T(SLACK) + 1, "trickling body never cut"
             c.send(b"x")
-            time.sleep(0.4)
-        # measured from the last byte sent, not from the end of a sleep that a loaded machine
-        # may stretch
-        _assert_closed_between(c, t0, 1.0 - 0.05, 1.0 + TICK + T(SLACK), "stalled body")
+            sent += 1
+        elapsed = time.monotonic() - t0
+        assert elapsed >= 1.0 - 0.05, "body cut after %.2f s, before timeout_body" % elapsed
+        assert elapsed <= 1.0 + sent * 0.002 + TICK + T(SLACK), "cut only after %.2f s" % elapsed
+
+
+def test_body_at_the_minimum_rate_is_not_cut(tmpdir):
+    # 6,000 bytes at about 2,000 B/s take 3 s; timeout_body 1s alone would cut it, the rate of
+    # 500 B/s earns a second per 500 bytes. After the body the connection serves a request.
+    srv = configured(tmpdir, {"timeout_body": "1s", "timeout_body_min_rate": "500"})
+    with Conn(srv) as c:
+        c.send(req("POST", "/one.txt", {"Content-Length": "6000"}))
+        assert c.read_response("POST").status == 405
+        _send_paced(c, b"y" * 6000, 500, 0.25)
+        c.send(req("GET", "/one.txt"))
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"1"
+
+
+def test_head_at_the_minimum_rate_is_not_cut(tmpdir):
+    # An honest client on a slow link: a 4 KiB head at about 1,000 B/s (4 s). timeout_header 1s
+    # alone would cut it; every 500 bytes earn a second, up to timeout_header_max.
+    srv = configured(tmpdir, {"timeout_header": "1s", "timeout_header_max": "30s",
+                              "timeout_header_min_rate": "500"})
+    head = req("GET", "/one.txt", {"X-Pad": "p" * 4000})
+    with Conn(srv) as c:
+        _send_paced(c, head, 250, 0.25)
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"1"
+
+
+def test_head_extension_stops_at_timeout_header_max(tmpdir):
+    # Fast enough to keep earning time, but the head never ends: cut at the maximum.
+    srv = configured(tmpdir, {"timeout_header": "1s", "timeout_header_max": "2s",
+                              "timeout_header_min_rate": "500", "max_request_head": "64k"})
+    with Conn(srv) as c:
+        t0 = time.monotonic()
+        c.send(b"GET /one.txt HTTP/1.1\r\nHost: x\r\nX-Long: ")
+        while _closed(c, 0.1) is False:
+            assert time.monotonic() - t0 < 2.0 + TICK + T(SLACK) + 1, "never cut at the maximum"
+            c.send(b"z" * 200)   # ~2,000 B/s: 4 s earned per second, capped at 2 s
+        elapsed = time.monotonic() - t0
+        assert 2.0 - 0.05 <= elapsed <= 2.0 + TICK + T(SLACK), "cut after %.2f s" % elapsed
+
+
+def test_default_head_deadline_cuts_a_trickle_at_20s(srv):
+    # The defaults protect users who never read the documentation: 20 s from the first byte,
+    # extended by a second per 500 bytes (a byte a second earns nothing worth having).
+    head = b"GET /one.txt HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+    with Conn(srv) as c:
+        t0 = time.monotonic()
+        i = 0
+        while i == 0 or _closed(c, 1.0) is False:
+            assert time.monotonic() - t0 < 40 + T(SLACK) + 1, "a trickle held its connection"
+            c.send(head[i:i + 1])
+            i += 1
+        elapsed = time.monotonic() - t0
+        assert bytes(c.buf) == b"", "a response to an incomplete head: %r" % bytes(c.buf[:80])
+        assert 20 - 0.05 <= elapsed <= 20.2 + TICK + T(SLACK), "cut after %.2f s" % elapsed
+
+
+def test_default_keeps_an_honest_slow_head(srv):
+    # The case the default must not break: a 4 KiB head at 600 B/s (7 s).
+    head = req("GET", "/one.txt", {"X-Pad": "p" * 4000})
+    with Conn(srv) as c:
+        _send_paced(c, head, 150, 0.25)
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"1"
 
 
 def test_keepalive_idle_timeout(tmpdir):

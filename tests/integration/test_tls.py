@@ -170,6 +170,26 @@ def test_resumption_tickets_and_session_cache(tmpdir):
     # Resumption through curl/Python is not tested here; s_client shows it unambiguously.
 
 
+def test_tls13_resumption_issues_a_fresh_ticket(tmpdir):
+    # RFC 8446 C.4: a client should not reuse a ticket. A resumed TLS 1.3 session gets a new
+    # ticket (nginx sends one too), so a careful client can resume again with that one instead
+    # of falling back to a full handshake every second connection.
+    srv = tls_server(tmpdir)
+    request = b"GET /one.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
+    base = ["-servername", "a.test", "-CAfile", srv.pki.ca, "-ign_eof", "-tls1_3"]
+    tickets = "Post-Handshake New Session Ticket arrived"
+    first, second = os.path.join(tmpdir, "t1"), os.path.join(tmpdir, "t2")
+    rc, out = s_client(srv.https, base + ["-sess_out", first], request)
+    assert "New, TLSv1.3" in out and out.count(tickets) == 2, out
+    rc, out = s_client(srv.https, base + ["-sess_in", first, "-sess_out", second], request)
+    assert "Reused, TLSv1.3" in out and "HTTP/1.1 200 OK" in out, out
+    assert out.count(tickets) == 1, "a resumed session got %d tickets" % out.count(tickets)
+    with open(first, "rb") as a, open(second, "rb") as b:
+        assert a.read() != b.read(), "the resumed session did not carry a new ticket"
+    rc, out = s_client(srv.https, base + ["-sess_in", second], request)
+    assert "Reused, TLSv1.3" in out and "HTTP/1.1 200 OK" in out, out
+
+
 def test_resumption_without_tickets_uses_the_cache(tmpdir):
     srv = tls_server(tmpdir, extra=["tls_session_ticket_rotation 0"])
     assert "Reused, TLSv1.3" in _resume(srv, tmpdir, ["-tls1_3"], "s13")
