@@ -161,8 +161,8 @@ static bool ticket_key_new(struct ticket_key *k, int64_t now)
 
 /* Session tickets (SSL_CTX_set_tlsext_ticket_key_evp_cb). enc: seal a new ticket with the
  * current key, rotating it first when it is due. !enc: find the key named by the ticket;
- * returns 0 (unknown or expired: full handshake), 1 (current key) or 2 (previous key: accept
- * and issue a fresh ticket), -1 on error. */
+ * returns 0 (unknown or expired: full handshake), 1 (accept) or 2 (accept and issue a fresh
+ * ticket: the previous key, or any TLS 1.3 resumption), -1 on error. */
 static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[EVP_MAX_IV_LENGTH],
                      EVP_CIPHER_CTX *cctx, EVP_MAC_CTX *hctx, int enc)
 {
@@ -172,11 +172,12 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[EVP_
     int64_t now = mono_ms();
 
     if (t->nfile) {
-        /* the file's keys: the first seals, any opens (the others renew the ticket) */
+        /* the file's keys: the first seals, any opens; a ticket sealed by another key is
+         * renewed, and so is every TLS 1.3 resumption (as below) */
         for (unsigned i = 0; i < (enc ? 1 : t->nfile); i++)
             if (enc || memcmp(t->keys[i].name, key_name, 16) == 0) {
                 k = t->keys[i];
-                rc = i == 0 ? 1 : 2;
+                rc = (enc || (i == 0 && SSL_version(ssl) != TLS1_3_VERSION)) ? 1 : 2;
                 break;
             }
         goto have_key;
@@ -198,7 +199,11 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[EVP_
             if (c->valid && memcmp(c->name, key_name, 16) == 0 &&
                 now - c->created < 2 * t->rotation_ms) {
                 k = *c;
-                rc = (i == 0 && now - c->created < t->rotation_ms) ? 1 : 2;
+                /* 2 asks OpenSSL to issue a fresh ticket. TLS 1.3 clients should use a ticket
+                 * once (RFC 8446 C.4), so a resumed TLS 1.3 session always gets a new one (as
+                 * with nginx); TLS 1.2 renews only a ticket sealed by the previous key. */
+                rc = (i == 0 && now - c->created < t->rotation_ms &&
+                      SSL_version(ssl) != TLS1_3_VERSION) ? 1 : 2;
                 break;
             }
         }

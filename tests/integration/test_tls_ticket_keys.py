@@ -127,3 +127,20 @@ def test_bad_key_files_are_configuration_errors(tmpdir):
     check("tls_session_ticket_key_file " + good,
           lambda c, e: "tls_session_ticket_rotation 0 turns off" in e,
           extra=["tls_session_ticket_rotation 0"])
+
+
+def test_tls13_resumption_on_a_replica_gets_a_fresh_ticket_the_others_open(tmpdir):
+    # RFC 8446 C.4: a client uses a ticket once; the replica that resumed the session gives it
+    # a new one, sealed with the shared key, so the next connection resumes on any replica.
+    shared = _keyfile(tmpdir, "shared.key")
+    a = _replica(tmpdir, "a", shared)
+    b = _replica(tmpdir, "b", shared)
+    first = _new_session(a, tmpdir, "first", "-tls1_3")
+    second = os.path.join(tmpdir, "second")
+    rc, out = s_client(b.https, _base(b, "-tls1_3") + ["-sess_in", first, "-sess_out", second],
+                       REQUEST)
+    assert "Reused, TLSv1.3" in out, out
+    assert out.count("Post-Handshake New Session Ticket arrived") == 1, out
+    with open(first, "rb") as f1, open(second, "rb") as f2:
+        assert f1.read() != f2.read(), "no new ticket after the resumption"
+    assert _resume(a, second, "-tls1_3") == "Reused"
