@@ -8,14 +8,15 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.procs import status_json  # noqa: E402
+from lib.procs import status_json, wait_until  # noqa: E402
 from lib.server import Server, concurrency  # noqa: E402
 
 SERVING_RE = re.compile(r"lfhttpd serving \S+ with (\d+) threads \(([^;]+); (.*)\)")
 
 
 def _serving(srv):
-    m = SERVING_RE.search(srv.stderr)
+    # the line comes right after the "listening on" lines the fixture waits for
+    m = wait_until(lambda: SERVING_RE.search(srv.stderr), 10)
     assert m, srv.stderr
     return int(m.group(1)), m.group(3)
 
