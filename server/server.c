@@ -125,8 +125,9 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
-    if (!draining && atomic_exchange(&srv->reload_pending, false))
-        server_reload(srv, "SIGHUP");
+    const char *pending = draining ? NULL : atomic_exchange(&srv->reload_pending, NULL);
+    if (pending)
+        server_reload(srv, pending);
     if (!draining)
         watch_tick(srv, now);
     hs_rearm(srv->hs, eh, EPOLLIN);
@@ -397,7 +398,12 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
             return -1;
         }
     }
-    watch_update(srv, c); /* after dropping privileges: watch what the server can still read */
+    char err[128];
+    /* after dropping privileges: watch what the server can still read */
+    if (watch_update(srv, c, err, sizeof(err)) < 0) {
+        fprintf(stderr, "lfhttpd: reload_on_change: %s\n", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -478,13 +484,15 @@ static void reload(struct server *srv, const char *why)
 void server_reload(struct server *srv, const char *why)
 {
     if (pthread_mutex_trylock(&srv->reload_lock) != 0) {
-        atomic_store(&srv->reload_pending, true); /* the tick reloads once this one is done */
+        atomic_store(&srv->reload_pending, why); /* the tick reloads once this one is done */
         return;
     }
     reload(srv, why);
     /* After every attempt: what the running configuration names (a failed reload keeps it). */
     struct runtime *rt = server_runtime(srv);
-    watch_update(srv, &rt->cfg);
+    char err[128];
+    if (watch_update(srv, &rt->cfg, err, sizeof(err)) < 0)
+        log_error("%s: reload_on_change: %s; changes are not watched", why, err);
     runtime_unref(rt);
     pthread_mutex_unlock(&srv->reload_lock);
 }

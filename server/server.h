@@ -71,7 +71,7 @@ struct server {
     /* One reload at a time (SIGHUP and reload_on_change run on different threads); a reload
      * asked for while another runs is left pending for the timer tick. */
     pthread_mutex_t reload_lock;
-    _Atomic bool reload_pending;
+    _Atomic(const char *) reload_pending; /* its `why` (a string literal); NULL: none */
 
     pthread_mutex_t conns_lock;  /* guards the connection list (not the connections) */
     struct conn *conns;          /* every live connection, for the timer sweep */
@@ -105,9 +105,9 @@ struct server {
  * cfg->test_only, only validate. argc/argv are kept for reloads. Prints one line and returns
  * -1 on failure. */
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv);
-/* SIGHUP or reload_on_change (`why` prefixes the log lines): parse the configuration again and
- * publish it; on any error keep the current one. Never waits for another reload: if one is
- * running, this one is done by the timer tick after it. */
+/* SIGHUP or reload_on_change (`why`, a string literal, prefixes the log lines): parse the
+ * configuration again and publish it; on any error keep the current one. Never waits for
+ * another reload: if one is running, this one is done by the timer tick after it. */
 void server_reload(struct server *srv, const char *why);
 /* A reference to the current runtime (the caller must runtime_unref it). */
 struct runtime *server_runtime(struct server *srv);

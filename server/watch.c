@@ -129,15 +129,28 @@ int watch_init(struct server *srv)
     pthread_mutex_init(&w->lock, NULL);
     w->srv = srv;
     w->eh.ops = &inotify_ops;
-    w->eh.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    w->eh.fd = -1; /* made by the first configuration that turns reload_on_change on */
     srv->watch = w;
-    if (w->eh.fd < 0) {
-        fprintf(stderr, "lfhttpd: inotify: %s\n", strerror(errno));
+    return 0;
+}
+
+/* The inotify handle, made once: inotify instances are a per-user resource (128 by default),
+ * not to be spent by servers that watch nothing. Caller holds the lock. */
+static int inotify_handle(struct config_watch *w, char *err, size_t errcap)
+{
+    if (w->eh.fd >= 0)
+        return 0;
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errcap, "inotify: %s", strerror(errno));
         return -1;
     }
-    int rc = hs_add(&srv->hs[0], &w->eh, EPOLLIN);
+    w->eh.fd = fd;
+    int rc = hs_add(&w->srv->hs[0], &w->eh, EPOLLIN);
     if (rc < 0) {
-        fprintf(stderr, "lfhttpd: inotify: epoll: %s\n", strerror(-rc));
+        snprintf(err, errcap, "inotify: epoll: %s", strerror(-rc));
+        close(fd);
+        w->eh.fd = -1;
         return -1;
     }
     return 0;
@@ -190,15 +203,16 @@ static bool wd_used(const struct watched *files, unsigned n, int wd)
     return false;
 }
 
-void watch_update(struct server *srv, const struct config *cfg)
+int watch_update(struct server *srv, const struct config *cfg, char *err, size_t errcap)
 {
     struct config_watch *w = srv->watch;
     if (!w)
-        return;
+        return 0;
     struct watched *files = NULL;
     unsigned n = 0, cap = 0;
+    int rc = 0;
     pthread_mutex_lock(&w->lock);
-    if (cfg->reload_on_change) {
+    if (cfg->reload_on_change && (rc = inotify_handle(w, err, errcap)) == 0) {
         add(w, &files, &n, &cap, cfg->config_file);
         add(w, &files, &n, &cap, cfg->mime_file);
         for (unsigned i = 0; i < cfg->ncerts; i++) {
@@ -229,6 +243,7 @@ void watch_update(struct server *srv, const struct config *cfg)
     pthread_mutex_unlock(&w->lock);
     if (n)
         log_info("reload_on_change: watching %u file(s) and their directories", n);
+    return rc;
 }
 
 void watch_tick(struct server *srv, int64_t now)

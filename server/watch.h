@@ -22,6 +22,7 @@
 #ifndef LF_WATCH_H
 #define LF_WATCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct config;
@@ -30,12 +31,13 @@ struct server;
 #define WATCH_QUIET_MS 300
 #define WATCH_MAX_WAIT_MS 2000
 
-/* Create the inotify handle and add it to the shared handle set. Returns 0 or -1 (message
- * printed). */
+/* Set up the watcher; its inotify handle is made (and added to the shared handle set) by the
+ * first configuration with reload_on_change on. Returns 0 or -1 (message printed). */
 int watch_init(struct server *srv);
 /* Watch what `cfg` names if it has reload_on_change on, nothing otherwise. Called after start-up
- * and after every reload attempt (with the configuration then running). */
-void watch_update(struct server *srv, const struct config *cfg);
+ * and after every reload attempt (with the configuration then running). Returns 0, or -1 with
+ * a reason in `err` when reload_on_change is on but inotify cannot be had (nothing watched). */
+int watch_update(struct server *srv, const struct config *cfg, char *err, size_t errcap);
 /* From the timer tick: reload if a change has settled. */
 void watch_tick(struct server *srv, int64_t now);
 void watch_destroy(struct server *srv);

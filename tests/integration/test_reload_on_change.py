@@ -196,6 +196,12 @@ def test_files_the_configuration_names_are_watched(tmpdir):
     assert srv.returncode == 0
 
 
+def _inotify_fds(pid):
+    fds = os.path.join("/proc/%d/fd" % pid)
+    return sum(1 for fd in os.listdir(fds)
+               if os.readlink(os.path.join(fds, fd)) == "anon_inode:inotify")
+
+
 def test_off_by_default_and_turned_on_by_a_reload(tmpdir):
     _roots(tmpdir)
     conf = os.path.join(tmpdir, "lfhttpd.conf")
@@ -203,6 +209,8 @@ def test_off_by_default_and_turned_on_by_a_reload(tmpdir):
         f.write("root %s/a\n" % tmpdir)
     srv = Server(args=["--config", conf])
     try:
+        # inotify instances are a per-user resource (128): a server watching nothing has none
+        assert _inotify_fds(srv.proc.pid) == 0
         with open(conf, "w") as f:
             f.write("root %s/b\n" % tmpdir)
         # Only SIGHUP reloads while it is off (the edit above made no reload of its own).
@@ -214,10 +222,16 @@ def test_off_by_default_and_turned_on_by_a_reload(tmpdir):
         srv.signal(signal.SIGHUP)
         assert _generation(srv, 3, why="SIGHUP"), srv.stderr
         assert "reload_on_change:" not in srv.stderr, srv.stderr
+        assert _inotify_fds(srv.proc.pid) == 1
         # now on: an edit is enough
         with open(conf, "wb") as f:
             f.write(_conf(tmpdir, "a"))
         assert _generation(srv, 4), srv.stderr
         assert get(srv, "/v.txt").body == b"AAA"
+        # and off again: the watches go (the handle stays); edits are not seen
+        with open(conf, "w") as f:
+            f.write("root %s/b\n" % tmpdir)
+        assert _generation(srv, 5), srv.stderr
+        assert "reload_on_change: watching" not in srv.stderr.split("(generation 5)")[1]
     finally:
         srv.stop()
