@@ -17,10 +17,11 @@
 #include <time.h>
 
 #include "builtin.h"
-#include "connection.h"
+#include "cgi.h"
+#include "compress.h"
 #include "file_cache.h"
 #include "handler.h"
-#include "http_exchange.h"
+#include "exchange.h"
 #include "netaddr.h"
 #include "runtime.h"
 #include "server.h"
@@ -29,82 +30,20 @@
 
 #define ALLOW_GET "Allow: GET, HEAD, OPTIONS\r\n"
 
-const char *const snapshot_conn_states[6] = { "reading", "writing", "idle",
-                                              "handler", "closing", "active" };
-const char *const snapshot_role_names[3] = { "following", "leading", "processing" };
-
 void server_snapshot(struct server *srv, const struct runtime *rt, struct server_snapshot *s)
 {
-    memset(s, 0, sizeof(*s));
-    s->uptime = (int64_t)(time(NULL) - srv->started);
-    s->draining = atomic_load_explicit(&srv->draining, memory_order_relaxed);
-    s->ready = server_ready(srv);
-    s->concurrency = concurrency_names[srv->pool.mode];
-    s->threads = srv->pool.nworkers;
+    server_gauges(srv, &s->core);
     s->threads_reason = rt->cfg.threads_reason;
-    for (unsigned i = 0; i < srv->pool.nworkers; i++) {
-        struct worker *w = &srv->pool.workers[i];
-        int role = atomic_load_explicit(&w->role, memory_order_relaxed);
-        if (role < 0 || role > 2)
-            role = 0;
-        s->role[role]++;
-#define LOAD(f) atomic_load_explicit(&w->stats.f, memory_order_relaxed)
-        uint64_t ev = LOAD(events), rq = LOAD(requests), by = LOAD(bytes_out),
-                 pr = LOAD(promotions), nf = LOAD(no_follower);
-        s->events += ev;
-        s->waits += LOAD(waits);
-        s->promotions += pr;
-        s->no_follower += nf;
-        s->requests += rq;
-        s->bytes_out += by;
-        s->accepted += LOAD(accepted);
-#undef LOAD
-        if (i < SNAP_MAX_WORKERS) {
-            s->worker[i].role = role;
-            s->worker[i].events = ev;
-            s->worker[i].requests = rq;
-            s->worker[i].bytes_out = by;
-            s->worker[i].promotions = pr;
-            s->worker[i].no_follower = nf;
-            s->nworkers = i + 1;
-        }
-    }
-    pthread_mutex_lock(&srv->conns_lock);
-    for (struct conn *c = srv->conns; c; c = c->next) {
-        int armed = atomic_load_explicit(&c->armed, memory_order_relaxed);
-        int view = atomic_load_explicit(&c->view, memory_order_relaxed);
-        unsigned st;
-        if (armed == ARMED_IDLE)
-            st = 2;
-        else if (armed == ARMED_KILLED || armed == ARMED_LINGER)
-            st = 4;
-        else if (armed == ARMED_BUSY)
-            st = view == CV_WRITING ? 1 : view == CV_CLOSING ? 4 : 0;
-        else
-            st = view == CV_HANDLER ? 3 : 5;
-        s->conns[st]++;
-        s->conns_open++;
-    }
-    pthread_mutex_unlock(&srv->conns_lock);
-    s->cgi_running = atomic_load_explicit(&srv->cgi_running, memory_order_relaxed);
-    s->cgi_max = rt->cfg.cgi_max;
-    s->cgi_started = atomic_load_explicit(&srv->cgi_started, memory_order_relaxed);
-    s->cgi_rejected = atomic_load_explicit(&srv->cgi_rejected, memory_order_relaxed);
-    s->cgi_timeouts = atomic_load_explicit(&srv->cgi_timeouts, memory_order_relaxed);
-    s->cgi_failed = atomic_load_explicit(&srv->cgi_failed, memory_order_relaxed);
-    s->timers = timer_pending(&srv->timers);
-    struct fc_stats fs;
-    fc_get_stats(rt->fc, &fs);
-    s->fc_hits = fs.hits;
-    s->fc_misses = fs.misses;
-    s->fc_revalidations = fs.revalidations;
-    s->fc_evictions = fs.evictions;
-    s->fc_entries = fs.entries;
-    s->fc_bytes = fs.bytes;
-    compress_get_stats(srv, &s->cz);
+    cgi_get_stats(srv, &s->cgi);
+    s->cgi.max = rt->cfg.cgi_max;
+    memset(&s->fc, 0, sizeof(s->fc));
+    struct file_cache *fc = static_file_cache(rt);
+    if (fc)
+        fc_get_stats(fc, &s->fc);
+    compress_get_stats(handler_process_state(srv, &static_file_handler), &s->cz);
 }
 
-void builtin_add_location_headers(struct response *r, const struct http_exchange *ex)
+void builtin_add_location_headers(struct response *r, const struct exchange *ex)
 {
     const struct loc_conf *lc = ex->loc;
     for (int i = 0; i < lc->nheaders; i++)
@@ -148,12 +87,13 @@ bool json_escape_append(char *out, size_t cap, size_t *pos, const char *s, size_
 
 /* ---- common --------------------------------------------------------------------------------- */
 
-static void *builtin_create(struct server *srv, const struct loc_conf *lc, char *err, size_t errlen)
+static void *builtin_create(const struct handler_env *env, const struct loc_conf *lc, char *err,
+                            size_t errlen)
 {
     (void)lc;
     (void)err;
     (void)errlen;
-    return srv; /* stateless: the instance is the server */
+    return env->srv; /* stateless: the instance is the server */
 }
 
 static void builtin_destroy(void *inst)
@@ -162,7 +102,7 @@ static void builtin_destroy(void *inst)
 }
 
 /* The path must be the location's own (a prefix match would let /healthzzz through). */
-static bool exact_path(const struct http_exchange *ex)
+static bool exact_path(const struct exchange *ex)
 {
     const char *prefix = ex->loc->prefix;
     if (!prefix)
@@ -173,28 +113,31 @@ static bool exact_path(const struct http_exchange *ex)
     return ex->path_len == n || (ex->path_len == n + 1 && ex->path[n] == '/');
 }
 
-/* Method, path and client checks shared by the three. Returns 0 to go on, 1 when answered
- * (OPTIONS), an error status, or -1 when the connection failed. */
-static int precheck(struct http_exchange *ex, bool restricted)
+/* Method, path and client checks shared by the three. Returns 0 to go on, 1 when it has
+ * answered (OPTIONS, or an error page), or -errno. */
+static int precheck(struct exchange *ex, bool restricted)
 {
     const struct http_request *req = ex->req;
-    if (!exact_path(ex))
-        return 404;
-    if (restricted && !cidr_list_match(&ex->rt->cfg.status_allow, &ex->client_addr))
-        return 403;
-    if (req->method == HTTP_OPTIONS) {
+    int rc;
+    if (!exact_path(ex)) {
+        rc = ex_error(ex, 404);
+    } else if (restricted && !cidr_list_match(&ex->rt->cfg.status_allow, &ex->client_addr)) {
+        rc = ex_error(ex, 403);
+    } else if (req->method == HTTP_OPTIONS) {
         char head[RESP_HEAD_MAX];
         struct response r;
         resp_begin(&r, head, sizeof(head), 204, ex->date);
         resp_add(&r, ALLOW_GET, sizeof(ALLOW_GET) - 1);
-        return ex_send(ex, &r, NULL, 0) < 0 ? -1 : 1;
+        rc = ex_send(ex, &r, NULL, 0);
+    } else if (req->method != HTTP_GET && req->method != HTTP_HEAD) {
+        rc = ex_error(ex, 405);
+    } else {
+        return 0;
     }
-    if (req->method != HTTP_GET && req->method != HTTP_HEAD)
-        return 405;
-    return 0;
+    return rc < 0 ? rc : 1;
 }
 
-static int send_text(struct http_exchange *ex, int status, const char *type, const char *body,
+static int send_text(struct exchange *ex, int status, const char *type, const char *body,
                      size_t len)
 {
     char head[RESP_HEAD_MAX];
@@ -203,7 +146,7 @@ static int send_text(struct http_exchange *ex, int status, const char *type, con
     RESP_HEADER_STR(&r, "Content-Type", type);
     resp_add(&r, "Cache-Control: no-store\r\n", 25);
     builtin_add_location_headers(&r, ex);
-    return ex_send(ex, &r, body, len) < 0 ? -1 : 0;
+    return ex_send(ex, &r, body, len);
 }
 
 /* ---- health and probes ------------------------------------------------------------------ */
@@ -216,7 +159,8 @@ struct probe_inst {
     enum probe kind;
 };
 
-static void *probe_create(struct server *srv, const struct loc_conf *lc, char *err, size_t errlen)
+static void *probe_create(const struct handler_env *env, const struct loc_conf *lc, char *err,
+                          size_t errlen)
 {
     const char *arg = lc->handler_arg;
     enum probe kind = PROBE_HEALTH;
@@ -233,7 +177,7 @@ static void *probe_create(struct server *srv, const struct loc_conf *lc, char *e
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    p->srv = srv;
+    p->srv = env->srv;
     p->kind = kind;
     return p;
 }
@@ -243,12 +187,12 @@ static void probe_destroy(void *inst)
     free(inst);
 }
 
-static int health_handle(void *inst, struct http_exchange *ex)
+static int health_handle(void *inst, struct exchange *ex)
 {
     const struct probe_inst *p = inst;
     int rc = precheck(ex, false);
     if (rc)
-        return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
+        return rc < 0 ? rc : 0; /* answered already (OPTIONS, an error), or failed */
     const char *type = "text/plain; charset=utf-8";
     switch (p->kind) {
     case PROBE_LIVE: /* the process answers: also while draining */
@@ -291,32 +235,32 @@ static void status_json(struct out *o, const struct server_snapshot *s)
 {
     outf(o, "{\"server\":\"lfhttpd\",\"version\":\"%s\",\"uptime\":%lld,\"time\":%lld,"
             "\"ready\":%s,\"draining\":%s,",
-         LFHTTPD_VERSION, (long long)s->uptime, (long long)time(NULL),
-         s->ready ? "true" : "false", s->draining ? "true" : "false");
+         LFHTTPD_VERSION, (long long)s->core.uptime, (long long)time(NULL),
+         s->core.ready ? "true" : "false", s->core.draining ? "true" : "false");
     outf(o, "\"pool\":{\"concurrency\":\"%s\",\"threads\":%u,\"leading\":%u,\"processing\":%u,"
             "\"following\":%u,\"events\":%llu,\"waits\":%llu,\"promotions\":%llu,"
             "\"no_follower\":%llu,\"threads_reason\":\"",
-         s->concurrency, s->threads, s->role[1], s->role[2], s->role[0], (unsigned long long)s->events,
-         (unsigned long long)s->waits, (unsigned long long)s->promotions,
-         (unsigned long long)s->no_follower);
+         s->core.concurrency, s->core.threads, s->core.role[1], s->core.role[2], s->core.role[0], (unsigned long long)s->core.events,
+         (unsigned long long)s->core.waits, (unsigned long long)s->core.promotions,
+         (unsigned long long)s->core.no_follower);
     json_escape_append(o->buf, o->cap, &o->len, s->threads_reason, strlen(s->threads_reason));
     outf(o, "\"},");
     outf(o, "\"requests\":%llu,\"bytes_sent\":%llu,\"accepted\":%llu,",
-         (unsigned long long)s->requests, (unsigned long long)s->bytes_out,
-         (unsigned long long)s->accepted);
-    outf(o, "\"connections\":{\"open\":%u", s->conns_open);
-    for (int i = 0; i < 6; i++)
-        outf(o, ",\"%s\":%u", snapshot_conn_states[i], s->conns[i]);
+         (unsigned long long)s->core.requests, (unsigned long long)s->core.bytes_out,
+         (unsigned long long)s->core.accepted);
+    outf(o, "\"connections\":{\"open\":%u", s->core.conns_open);
+    for (int i = 0; i < GAUGE_CONN_KINDS; i++)
+        outf(o, ",\"%s\":%u", gauge_conn_names[i], s->core.conns[i]);
     outf(o, "},\"cgi\":{\"running\":%u,\"max\":%u,\"started\":%llu,\"rejected\":%llu,"
             "\"timeouts\":%llu,\"failed\":%llu},\"timers\":%u,",
-         s->cgi_running, s->cgi_max, (unsigned long long)s->cgi_started,
-         (unsigned long long)s->cgi_rejected, (unsigned long long)s->cgi_timeouts,
-         (unsigned long long)s->cgi_failed, s->timers);
+         s->cgi.running, s->cgi.max, (unsigned long long)s->cgi.started,
+         (unsigned long long)s->cgi.rejected, (unsigned long long)s->cgi.timeouts,
+         (unsigned long long)s->cgi.failed, s->core.timers);
     outf(o, "\"file_cache\":{\"hits\":%llu,\"misses\":%llu,\"revalidations\":%llu,"
             "\"evictions\":%llu,\"entries\":%llu,\"bytes\":%llu},",
-         (unsigned long long)s->fc_hits, (unsigned long long)s->fc_misses,
-         (unsigned long long)s->fc_revalidations, (unsigned long long)s->fc_evictions,
-         (unsigned long long)s->fc_entries, (unsigned long long)s->fc_bytes);
+         (unsigned long long)s->fc.hits, (unsigned long long)s->fc.misses,
+         (unsigned long long)s->fc.revalidations, (unsigned long long)s->fc.evictions,
+         (unsigned long long)s->fc.entries, (unsigned long long)s->fc.bytes);
     const struct compress_stats *z = &s->cz;
     outf(o, "\"compress\":{\"made\":{\"br\":%llu,\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
             "\"bytes_out\":%llu,\"not_smaller\":%llu,\"failed\":%llu,\"disk_hits\":%llu,"
@@ -329,23 +273,23 @@ static void status_json(struct out *o, const struct server_snapshot *s)
          (unsigned long long)z->disk_writes, (unsigned long long)z->disk_evictions,
          (unsigned long long)z->dropped, z->queued, z->running);
     outf(o, "\"workers\":[");
-    for (unsigned i = 0; i < s->nworkers; i++)
+    for (unsigned i = 0; i < s->core.nworkers; i++)
         outf(o, "%s{\"role\":\"%s\",\"events\":%llu,\"requests\":%llu,\"bytes_sent\":%llu,"
                 "\"promotions\":%llu,\"no_follower\":%llu}",
-             i ? "," : "", snapshot_role_names[s->worker[i].role],
-             (unsigned long long)s->worker[i].events, (unsigned long long)s->worker[i].requests,
-             (unsigned long long)s->worker[i].bytes_out,
-             (unsigned long long)s->worker[i].promotions,
-             (unsigned long long)s->worker[i].no_follower);
+             i ? "," : "", gauge_role_names[s->core.worker[i].role],
+             (unsigned long long)s->core.worker[i].events, (unsigned long long)s->core.worker[i].requests,
+             (unsigned long long)s->core.worker[i].bytes_out,
+             (unsigned long long)s->core.worker[i].promotions,
+             (unsigned long long)s->core.worker[i].no_follower);
     outf(o, "]}\n");
 }
 
-static int status_handle(void *inst, struct http_exchange *ex)
+static int status_handle(void *inst, struct exchange *ex)
 {
     struct server *srv = inst;
     int rc = precheck(ex, true);
     if (rc)
-        return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
+        return rc < 0 ? rc : 0; /* answered already (OPTIONS, an error), or failed */
     struct strview unused;
     if (!sv_query_get(ex->req->query, "json", 4, &unused)) {
         char head[RESP_HEAD_MAX];
@@ -355,7 +299,7 @@ static int status_handle(void *inst, struct http_exchange *ex)
         ADD_LIT(&r, "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; "
                     "style-src 'unsafe-inline'; connect-src 'self'; img-src data:\r\n");
         builtin_add_location_headers(&r, ex);
-        return ex_send(ex, &r, status_page_html, status_page_html_len) < 0 ? -1 : 0;
+        return ex_send(ex, &r, status_page_html, status_page_html_len);
     }
     struct server_snapshot s;
     server_snapshot(srv, ex->rt, &s);
@@ -373,54 +317,54 @@ static void metric(struct out *o, const char *name, const char *type, const char
     outf(o, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
 }
 
-static int metrics_handle(void *inst, struct http_exchange *ex)
+static int metrics_handle(void *inst, struct exchange *ex)
 {
     struct server *srv = inst;
     int rc = precheck(ex, true);
     if (rc)
-        return rc == 1 ? 0 : rc; /* answered (OPTIONS), an error status, or -1 */
+        return rc < 0 ? rc : 0; /* answered already (OPTIONS, an error), or failed */
     struct server_snapshot s;
     server_snapshot(srv, ex->rt, &s);
     char body[OUT_MAX];
     struct out o = { body, 0, sizeof(body) };
-    metric(&o, "lfhttpd_requests_total", "counter", "Responses sent.", s.requests);
-    metric(&o, "lfhttpd_bytes_sent_total", "counter", "Bytes written to clients.", s.bytes_out);
+    metric(&o, "lfhttpd_requests_total", "counter", "Responses sent.", s.core.requests);
+    metric(&o, "lfhttpd_bytes_sent_total", "counter", "Bytes written to clients.", s.core.bytes_out);
     metric(&o, "lfhttpd_connections_accepted_total", "counter", "Connections accepted.",
-           s.accepted);
+           s.core.accepted);
     outf(&o, "# HELP lfhttpd_connections Open connections by what they wait for.\n"
              "# TYPE lfhttpd_connections gauge\n");
-    for (int i = 0; i < 6; i++)
-        outf(&o, "lfhttpd_connections{state=\"%s\"} %u\n", snapshot_conn_states[i], s.conns[i]);
-    metric(&o, "lfhttpd_pool_events_total", "counter", "Events processed by the pool.", s.events);
+    for (int i = 0; i < GAUGE_CONN_KINDS; i++)
+        outf(&o, "lfhttpd_connections{state=\"%s\"} %u\n", gauge_conn_names[i], s.core.conns[i]);
+    metric(&o, "lfhttpd_pool_events_total", "counter", "Events processed by the pool.", s.core.events);
     metric(&o, "lfhttpd_pool_waits_total", "counter",
-           "epoll_wait calls made by leaders (half-sync-half-async: the reactor).", s.waits);
+           "epoll_wait calls made by leaders (half-sync-half-async: the reactor).", s.core.waits);
     metric(&o, "lfhttpd_pool_promotions_total", "counter",
            "Hand-offs that woke a waiting thread (a follower promoted; HS/HA: a worker).",
-           s.promotions);
+           s.core.promotions);
     metric(&o, "lfhttpd_pool_no_follower_total", "counter",
-           "Hand-offs with no thread waiting to take them.", s.no_follower);
+           "Hand-offs with no thread waiting to take them.", s.core.no_follower);
     outf(&o, "# HELP lfhttpd_concurrency_info The concurrency strategy (label).\n"
              "# TYPE lfhttpd_concurrency_info gauge\n"
-             "lfhttpd_concurrency_info{concurrency=\"%s\"} 1\n", s.concurrency);
+             "lfhttpd_concurrency_info{concurrency=\"%s\"} 1\n", s.core.concurrency);
     outf(&o, "# HELP lfhttpd_threads Pool threads by role (leading: waiting in epoll_wait).\n"
              "# TYPE lfhttpd_threads gauge\n");
     for (int i = 1; i <= 3; i++)
-        outf(&o, "lfhttpd_threads{role=\"%s\"} %u\n", snapshot_role_names[i % 3], s.role[i % 3]);
-    metric(&o, "lfhttpd_cgi_running", "gauge", "CGI scripts running.", s.cgi_running);
-    metric(&o, "lfhttpd_cgi_started_total", "counter", "CGI scripts started.", s.cgi_started);
+        outf(&o, "lfhttpd_threads{role=\"%s\"} %u\n", gauge_role_names[i % 3], s.core.role[i % 3]);
+    metric(&o, "lfhttpd_cgi_running", "gauge", "CGI scripts running.", s.cgi.running);
+    metric(&o, "lfhttpd_cgi_started_total", "counter", "CGI scripts started.", s.cgi.started);
     metric(&o, "lfhttpd_cgi_rejected_total", "counter", "CGI requests refused at cgi_max (503).",
-           s.cgi_rejected);
+           s.cgi.rejected);
     metric(&o, "lfhttpd_cgi_timeouts_total", "counter", "CGI scripts killed at cgi_timeout.",
-           s.cgi_timeouts);
+           s.cgi.timeouts);
     metric(&o, "lfhttpd_cgi_failed_total", "counter", "CGI scripts that could not start.",
-           s.cgi_failed);
+           s.cgi.failed);
     metric(&o, "lfhttpd_timers_pending", "gauge", "Timers scheduled in the handle set.",
-           s.timers);
-    metric(&o, "lfhttpd_file_cache_hits_total", "counter", "Open-file cache hits.", s.fc_hits);
+           s.core.timers);
+    metric(&o, "lfhttpd_file_cache_hits_total", "counter", "Open-file cache hits.", s.fc.hits);
     metric(&o, "lfhttpd_file_cache_misses_total", "counter", "Open-file cache misses.",
-           s.fc_misses);
-    metric(&o, "lfhttpd_file_cache_entries", "gauge", "Open-file cache entries.", s.fc_entries);
-    metric(&o, "lfhttpd_file_cache_bytes", "gauge", "Open-file cache bytes.", s.fc_bytes);
+           s.fc.misses);
+    metric(&o, "lfhttpd_file_cache_entries", "gauge", "Open-file cache entries.", s.fc.entries);
+    metric(&o, "lfhttpd_file_cache_bytes", "gauge", "Open-file cache bytes.", s.fc.bytes);
     outf(&o, "# HELP lfhttpd_compress_variants_total Compressed variants made, by coding.\n"
              "# TYPE lfhttpd_compress_variants_total counter\n");
     for (int i = 0; i < FC_NENC; i++)
@@ -436,8 +380,8 @@ static int metrics_handle(void *inst, struct http_exchange *ex)
            "Variants found in compress_cache_dir.", s.cz.disk_hits);
     metric(&o, "lfhttpd_compress_queued", "gauge", "Compression jobs waiting.", s.cz.queued);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
-           (unsigned long long)s.uptime);
-    metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.draining);
+           (unsigned long long)s.core.uptime);
+    metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.core.draining);
     return send_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8", body, o.len);
 }
 

@@ -62,14 +62,14 @@ bool compress_eligible(const struct loc_conf *lc, const char *type, uint64_t siz
 
 /* Where compressed bytes go: a descriptor, or memory. Reaching `limit` bytes aborts the work
  * (-EFBIG): the variant would not be smaller than the file, or would not fit. */
-struct sink {
+struct encode_out {
     int fd;
     char *mem;
     size_t cap;
     uint64_t total, limit;
 };
 
-static int sink_put(struct sink *s, const void *p, size_t n)
+static int sink_put(struct encode_out *s, const void *p, size_t n)
 {
     if (!n)
         return 0;
@@ -138,7 +138,7 @@ static int source_next(struct source *src, const unsigned char **p, size_t *n)
     return 0;
 }
 
-static int gzip_run(struct source *src, struct sink *out, int level, _Atomic bool *stop)
+static int gzip_run(struct source *src, struct encode_out *out, int level, _Atomic bool *stop)
 {
     z_stream z;
     memset(&z, 0, sizeof(z));
@@ -174,7 +174,7 @@ static int gzip_run(struct source *src, struct sink *out, int level, _Atomic boo
     return rc;
 }
 
-static int brotli_run(struct source *src, struct sink *out, int level, _Atomic bool *stop)
+static int brotli_run(struct source *src, struct encode_out *out, int level, _Atomic bool *stop)
 {
     BrotliEncoderState *b = BrotliEncoderCreateInstance(NULL, NULL, NULL);
     if (!b)
@@ -218,7 +218,7 @@ static int brotli_run(struct source *src, struct sink *out, int level, _Atomic b
     return rc;
 }
 
-static int zstd_run(struct source *src, struct sink *out, int level, _Atomic bool *stop)
+static int zstd_run(struct source *src, struct encode_out *out, int level, _Atomic bool *stop)
 {
     ZSTD_CCtx *z = ZSTD_createCCtx();
     if (!z)
@@ -261,7 +261,7 @@ static int zstd_run(struct source *src, struct sink *out, int level, _Atomic boo
 
 /* Compress all of `src` into `out`. Returns 0, -EFBIG (reached out->limit), -ESTALE (the file
  * shrank), -ECANCELED (stopping) or -errno. */
-static int encode(enum fc_encoding enc, int level, struct source *src, struct sink *out,
+static int encode(enum fc_encoding enc, int level, struct source *src, struct encode_out *out,
                   _Atomic bool *stop)
 {
     switch (enc) {
@@ -319,6 +319,7 @@ struct compressor {
 
 struct compress_loc {
     struct compressor *cz;
+    struct file_cache *fc;      /* the static handler instance's (its generation's) */
     struct compress_dir *dir;   /* NULL: memory only */
     char *root;                 /* the location's root, for cache keys */
     int level[FC_NENC];
@@ -583,7 +584,7 @@ static void persist(struct compressor *cz, struct compress_loc *cl, struct fc_en
         dir_broken(d, "cannot write", errno);
         return;
     }
-    struct sink out = { .fd = fd, .limit = UINT64_MAX };
+    struct encode_out out = { .fd = fd, .limit = UINT64_MAX };
     int rc = sink_put(&out, v->body, (size_t)v->st.st_size);
     if (rc < 0) {
         dir_broken(d, "cannot write", -rc);
@@ -632,7 +633,7 @@ static struct fc_entry *make_variant(struct compressor *cz, struct compress_loc 
     char *buf = e->body ? NULL : malloc(CHUNK);
     struct source src = { .mem = e->body, .fd = e->fd, .size = size, .buf = buf };
     /* Never larger than the file; in memory, never larger than the cache can hold. */
-    struct sink out = { .fd = fd, .limit = size };
+    struct encode_out out = { .fd = fd, .limit = size };
     if (!d && fc_entry_budget(fc) < out.limit)
         out.limit = fc_entry_budget(fc);
     int rc = e->body || buf ? encode(enc, cl->level[enc], &src, &out, &cz->stop) : -ENOMEM;
@@ -683,7 +684,7 @@ static void job_run(struct compressor *cz, struct compress_job *job)
 {
     struct compress_loc *cl = job->cl;
     struct fc_entry *e = job->e;
-    struct file_cache *fc = job->rt->fc;
+    struct file_cache *fc = cl->fc;
     if (cl->dir)
         dir_probe(cz, cl->dir);
     bool dir_ok = !cl->dir || atomic_load_explicit(&cl->dir->state, memory_order_acquire) == DIR_OK;
@@ -785,7 +786,7 @@ struct fc_entry *compress_want(struct compress_loc *cl, struct runtime *rt, stru
         v = disk_lookup(cl, e, enc);
     if (!v && dir_state == DIR_OK && e->body && (uint64_t)e->st.st_size <= COMPRESS_INLINE_MAX) {
         struct source src = { .mem = e->body, .size = (uint64_t)e->st.st_size };
-        struct sink out = { .fd = -1, .limit = src.size };
+        struct encode_out out = { .fd = -1, .limit = src.size };
         int rc = encode(enc, cl->level[enc], &src, &out, NULL);
         if (rc == 0) {
             stat_add(&cl->cz->made[enc], 1);
@@ -799,13 +800,13 @@ struct fc_entry *compress_want(struct compress_loc *cl, struct runtime *rt, stru
             free(out.mem);
             stat_add(rc == -EFBIG ? &cl->cz->not_smaller : &cl->cz->failed, 1);
         }
-        if (v && fc_attach(rt->fc, e, enc, v) < 0)
+        if (v && fc_attach(cl->fc, e, enc, v) < 0)
             v = NULL;
         atomic_store_explicit(&e->otf_state[enc], FC_OTF_DONE, memory_order_release);
         return v;
     }
     if (v) {
-        if (fc_attach(rt->fc, e, enc, v) < 0)
+        if (fc_attach(cl->fc, e, enc, v) < 0)
             v = NULL;
         atomic_store_explicit(&e->otf_state[enc], FC_OTF_DONE, memory_order_release);
         return v;
@@ -817,9 +818,11 @@ struct fc_entry *compress_want(struct compress_loc *cl, struct runtime *rt, stru
 
 /* ---- set-up and shutdown ---------------------------------------------------------------------- */
 
-static struct compressor *compressor_start(struct server *srv, char *err, size_t errlen)
+/* The static handler type's process-wide state: made by the first location that compresses,
+ * kept in the server's slot for the type. */
+static struct compressor *compressor_start(_Atomic(void *) *process, char *err, size_t errlen)
 {
-    struct compressor *cz = atomic_load(&srv->compressor);
+    struct compressor *cz = atomic_load(process);
     if (cz)
         return cz;
     cz = calloc(1, sizeof(*cz));
@@ -845,7 +848,7 @@ static struct compressor *compressor_start(struct server *srv, char *err, size_t
     if (!cz->nthreads) /* small files are still compressed in-line */
         log_warn("compression: cannot start a thread (%s): larger files are served identity",
                  strerror(rc));
-    atomic_store(&srv->compressor, cz);
+    atomic_store(process, cz);
     return cz;
 }
 
@@ -899,8 +902,8 @@ static void version_text(char *out, size_t cap, unsigned major, unsigned minor, 
     snprintf(out, cap, "%u.%u.%u", major, minor, patch);
 }
 
-struct compress_loc *compress_loc_create(struct server *srv, const struct loc_conf *lc, char *err,
-                                         size_t errlen)
+struct compress_loc *compress_loc_create(_Atomic(void *) *process, struct file_cache *fc,
+                                         const struct loc_conf *lc, char *err, size_t errlen)
 {
     err[0] = '\0';
     if (!lc->compress)
@@ -911,7 +914,8 @@ struct compress_loc *compress_loc_create(struct server *srv, const struct loc_co
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    cl->cz = compressor_start(srv, err, errlen);
+    cl->fc = fc;
+    cl->cz = compressor_start(process, err, errlen);
     if (!cl->cz) {
         free(cl->root);
         free(cl);
@@ -950,10 +954,10 @@ void compress_loc_destroy(struct compress_loc *cl)
     free(cl);
 }
 
-void compress_get_stats(struct server *srv, struct compress_stats *out)
+void compress_get_stats(void *process, struct compress_stats *out)
 {
     memset(out, 0, sizeof(*out));
-    struct compressor *cz = atomic_load(&srv->compressor);
+    struct compressor *cz = process;
     if (!cz)
         return;
     for (int i = 0; i < FC_NENC; i++)
@@ -974,11 +978,9 @@ void compress_get_stats(struct server *srv, struct compress_stats *out)
     pthread_mutex_unlock(&cz->lock);
 }
 
-void compress_shutdown(struct server *srv)
+void compress_release(void *process)
 {
-    struct compressor *cz = atomic_exchange(&srv->compressor, NULL);
-    if (!cz)
-        return;
+    struct compressor *cz = process;
     pthread_mutex_lock(&cz->lock);
     atomic_store(&cz->stop, true);
     pthread_cond_broadcast(&cz->cv);

@@ -30,6 +30,7 @@
 #ifndef LF_COMPRESS_H
 #define LF_COMPRESS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,11 +57,11 @@ bool compress_eligible(const struct loc_conf *lc, const char *type, uint64_t siz
  * instance. Returns NULL (with *err = '\0') when the location does not compress, or NULL with
  * a reason in err on failure. */
 struct compress_loc;
-struct compress_loc *compress_loc_create(struct server *srv, const struct loc_conf *lc, char *err,
-                                         size_t errlen);
+struct compress_loc *compress_loc_create(_Atomic(void *) *process, struct file_cache *fc,
+                                         const struct loc_conf *lc, char *err, size_t errlen);
 void compress_loc_destroy(struct compress_loc *cl);
 
-/* A request would take representation `enc` of `e` (an FC_FILE entry of file cache `rt->fc`)
+/* A request would take representation `enc` of `e` (an FC_FILE entry of the location's cache)
  * if it existed. Returns the variant if it is available now (borrowed: valid while the caller
  * holds `e`), else NULL after making sure it is on its way (or known not to be worth it). */
 struct fc_entry *compress_want(struct compress_loc *cl, struct runtime *rt, struct fc_entry *e,
@@ -72,8 +73,13 @@ struct compress_stats {
     uint64_t not_smaller, failed, disk_hits, disk_writes, disk_evictions, dropped;
     unsigned queued, running;
 };
-void compress_get_stats(struct server *srv, struct compress_stats *out);
+/* The counters of the compressor (the static handler type's process-wide state, NULL when no
+ * location compresses: all zero). */
+void compress_get_stats(void *process, struct compress_stats *out);
 
-/* compress_shutdown(): handler.h */
+/* At exit, after the server's last runtime reference is gone (queued jobs hold runtimes): stop
+ * the compressor threads (a job in progress stops at its next chunk), drop the queued jobs and
+ * free the rest. The static handler type's release() hook. */
+void compress_release(void *process);
 
 #endif

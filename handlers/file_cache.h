@@ -129,4 +129,8 @@ struct fc_stats {
 };
 void fc_get_stats(struct file_cache *fc, struct fc_stats *out);
 
+struct runtime;
+/* The static handler's open-file cache in configuration generation `rt` (static_file.c). */
+struct file_cache *static_file_cache(const struct runtime *rt);
+
 #endif

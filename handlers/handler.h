@@ -1,48 +1,74 @@
-/* handler.h — the application-service interface (static files, CGI, built-ins).
+/* handler.h — the application-service interface (static files, CGI, built-ins), and the
+ * registry of handler types (registry.c).
  *
- * A handler instance is created from configuration at start-up and is immutable afterwards:
- * handle() runs concurrently on any pool thread, on that thread's stack, and must never block
- * on a peer. It answers through the exchange (http_exchange.h) or returns an HTTP status
- * (>= 400) for the core to answer with an error page.
+ * A handler instance is created from configuration for one location and is immutable
+ * afterwards: handle() runs concurrently on any pool thread, on that thread's stack, and must
+ * never block on a peer. It answers through the exchange (exchange.h) — a response, or an
+ * error page with ex_error() — and returns 0, or -errno when the connection failed.
  *
  * A handler that cannot answer at once defers the exchange (ex_defer) and is called back
  * through body(), writable() and abort() with the per-exchange state it passed; these run on
- * whichever pool thread owns the exchange at the time, one at a time (http_exchange.h). The
- * static file handler and the built-ins answer at once; the test endpoints defer (streams,
- * timers); CGI takes the connection over (EX_TAKE_CONN, handlers/cgi.c). */
+ * whichever thread owns the exchange at the time, one at a time (exchange.h). The static file
+ * handler and the built-ins answer at once; the test endpoints defer (streams, timers); CGI
+ * defers and watches the script's pipes, pidfd and timer through the exchange.
+ *
+ * State a handler type keeps beyond one location lives with the server or with a
+ * configuration generation, created and freed through the registry (the core never names a
+ * handler type): process-wide state (CGI's spawner threads and counters) in a slot of the
+ * server, per-generation state (the static handler's MIME table and open-file cache) in a slot
+ * of the runtime. */
 #ifndef LF_HANDLER_H
 #define LF_HANDLER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-struct http_exchange;
+struct exchange;
 struct loc_conf;
+struct runtime;
 struct server;
+
+/* What create() gets: where it runs, and its type's state. */
+struct handler_env {
+    struct server *srv;
+    struct runtime *rt;       /* the generation being built */
+    _Atomic(void *) *process; /* the type's process-wide slot (NULL until it fills it; other
+                               * threads read it: atomic) */
+    void *generation;         /* the type's per-generation state (generation_init) */
+};
 
 struct handler_ops {
     const char *name;
-    /* Create an instance for location `lc` of `srv` (its settings are complete; its root is
-     * open as lc->root_fd). On failure return NULL and write a reason into err. */
-    void *(*create)(struct server *srv, const struct loc_conf *lc, char *err, size_t errlen);
-    /* Answer a request. Returns 0 when a response was sent or the exchange was deferred, or
-     * an error status. */
-    int (*handle)(void *instance, struct http_exchange *ex);
+    /* Per configuration generation (optional): build the type's state for `rt` before its
+     * locations' instances are created (it may set rt->error_page); free it with the
+     * generation. Returns 0, or -1 with a reason in err. */
+    int (*generation_init)(struct runtime *rt, void **state, char *err, size_t errlen);
+    void (*generation_free)(void *state);
+    /* Process-wide state in the server's slot, if create() made some (optional): stop()
+     * after the pool has stopped and before the connections are freed (no thread of the
+     * type's may touch an exchange after it returns); release() at the very end. */
+    void (*stop)(void *state);
+    void (*release)(void *state);
+
+    /* Create an instance for location `lc` (its settings are complete; its root is open as
+     * lc->root_fd). On failure return NULL and write a reason into err. */
+    void *(*create)(const struct handler_env *env, const struct loc_conf *lc, char *err,
+                    size_t errlen);
+    /* Answer a request (or defer it). Returns 0, or -errno when the connection failed. */
+    int (*handle)(void *instance, struct exchange *ex);
     /* Deferred exchanges only (NULL otherwise). Request body bytes, chunked encoding already
-     * removed; `last` once at the end (len 0). Returns 0, or -1 when the connection must
-     * close. */
-    int (*body)(void *instance, struct http_exchange *ex, const char *data, size_t len,
-                bool last);
-    /* The exchange may make progress (socket drained, timer expired, connection handed
-     * over). Returns 0, or -1 when the connection must close. */
-    int (*writable)(void *instance, struct http_exchange *ex);
-    /* The connection is closing before the exchange finished: free ex->state. */
-    void (*abort)(void *instance, struct http_exchange *ex);
+     * removed; `last` once at the end (len 0). Returns 0 or -errno. */
+    int (*body)(void *instance, struct exchange *ex, const char *data, size_t len, bool last);
+    /* The exchange may make progress (output drained, timer expired, released, yielded).
+     * Returns 0 or -errno. */
+    int (*writable)(void *instance, struct exchange *ex);
+    /* The connection is closing before the exchange ended: unwatch and free ex->state. */
+    void (*abort)(void *instance, struct exchange *ex);
     void (*destroy)(void *instance);
 };
 
-/* The static registry: handler types by name (NULL when unknown). */
-const struct handler_ops *handler_lookup(const char *name);
+/* ---- the registry (registry.c) -------------------------------------------------------------- */
 
 extern const struct handler_ops static_file_handler;
 extern const struct handler_ops cgi_handler;
@@ -51,19 +77,20 @@ extern const struct handler_ops metrics_handler;
 extern const struct handler_ops health_handler;
 extern const struct handler_ops test_handler;
 
-/* At exit, after the pool has stopped: kill and reap the CGI scripts still running and free
- * their jobs (handlers/cgi.c). Jobs outlive configuration generations, so they are the
- * server's, not an instance's. */
-void cgi_shutdown(struct server *srv);
+/* Slots in the server and in a runtime: one per registered handler type. */
+#define HANDLER_TYPES_MAX 8 /* = RUNTIME_TYPES_MAX (runtime.h) */
 
-/* At exit, after the server's last runtime reference has been dropped: stop the compressor
- * threads (a job in progress stops at its next chunk), drop the queued jobs and free what is
- * left (handlers/compress.c). */
-void compress_shutdown(struct server *srv);
-
-/* Answer `status` with the location's custom error page (`error_page`), if it has one.
- * Returns 0 when sent, -1 when there is none (the core sends its built-in page), -2 when the
- * connection failed. */
-int static_send_error_page(struct http_exchange *ex, int status);
+/* The handler type configuration calls `name` (NULL when unknown), and its slot. */
+const struct handler_ops *handler_lookup(const char *name, unsigned *slot);
+/* A type's process-wide state (NULL until an instance made it), and its state in `rt`. */
+void *handler_process_state(struct server *srv, const struct handler_ops *ops);
+void *handler_generation_state(const struct runtime *rt, const struct handler_ops *ops);
+/* Build every type's per-generation state for `rt`. Prints one line and returns -1 on failure
+ * (what was built is freed with the runtime). */
+int handlers_generation_init(struct runtime *rt);
+/* At exit, after the pool has stopped: stop(), before the connections are freed ... */
+void handlers_stop(struct server *srv);
+/* ... and release(), at the very end. */
+void handlers_release(struct server *srv);
 
 #endif

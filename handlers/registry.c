@@ -1,7 +1,11 @@
-/* registry.c — the table of handler types configuration can name (`handler NAME [ARG]`). */
+/* registry.c — the table of handler types configuration can name (`handler NAME [ARG]`), and
+ * the hooks through which the core creates and frees their state without naming them. */
+#include <stdio.h>
 #include <string.h>
 
 #include "handler.h"
+#include "runtime.h"
+#include "server.h"
 
 static const struct handler_ops *const registry[] = {
     &static_file_handler, /* static: files beneath the root (the default) */
@@ -11,11 +15,69 @@ static const struct handler_ops *const registry[] = {
     &health_handler,      /* health: 200 while serving, 503 while draining */
     &test_handler,        /* test: httpbin-like endpoints for HTTP clients and load tools */
 };
+#define NTYPES (sizeof(registry) / sizeof(registry[0]))
+_Static_assert(NTYPES <= HANDLER_TYPES_MAX, "more handler types than slots");
 
-const struct handler_ops *handler_lookup(const char *name)
+const struct handler_ops *handler_lookup(const char *name, unsigned *slot)
 {
-    for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
-        if (!strcmp(registry[i]->name, name))
+    for (unsigned i = 0; i < NTYPES; i++)
+        if (!strcmp(registry[i]->name, name)) {
+            if (slot)
+                *slot = i;
             return registry[i];
+        }
     return NULL;
+}
+
+static int slot_of(const struct handler_ops *ops)
+{
+    for (unsigned i = 0; i < NTYPES; i++)
+        if (registry[i] == ops)
+            return (int)i;
+    return -1;
+}
+
+void *handler_process_state(struct server *srv, const struct handler_ops *ops)
+{
+    int i = slot_of(ops);
+    return i < 0 ? NULL : atomic_load_explicit(&srv->handler_state[i], memory_order_acquire);
+}
+
+void *handler_generation_state(const struct runtime *rt, const struct handler_ops *ops)
+{
+    int i = slot_of(ops);
+    return i < 0 ? NULL : rt->handler_state[i];
+}
+
+int handlers_generation_init(struct runtime *rt)
+{
+    for (unsigned i = 0; i < NTYPES; i++) {
+        if (!registry[i]->generation_init)
+            continue;
+        char err[256] = "out of memory";
+        if (registry[i]->generation_init(rt, &rt->handler_state[i], err, sizeof(err)) < 0) {
+            fprintf(stderr, "%s\n", err);
+            return -1;
+        }
+        rt->handler_free[i] = registry[i]->generation_free;
+    }
+    return 0;
+}
+
+void handlers_stop(struct server *srv)
+{
+    for (unsigned i = 0; i < NTYPES; i++) {
+        void *state = atomic_load(&srv->handler_state[i]);
+        if (state && registry[i]->stop)
+            registry[i]->stop(state);
+    }
+}
+
+void handlers_release(struct server *srv)
+{
+    for (unsigned i = 0; i < NTYPES; i++) {
+        void *state = atomic_exchange(&srv->handler_state[i], NULL);
+        if (state && registry[i]->release)
+            registry[i]->release(state);
+    }
 }

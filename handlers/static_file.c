@@ -1,6 +1,6 @@
 /* static_file.c — the static file handler: what a user of nginx or lighttpd expects.
  *
- * The router hands over the decoded, normalised path (no "..", so it cannot climb out), and the
+ * The exchange hands over the decoded, normalised path (no "..", so it cannot climb out), and the
  * open-file cache (file_cache.c) resolves it strictly beneath the location's root with
  * openat2(RESOLVE_BENEATH): a symlink can only lead out when `follow_symlinks any` says so.
  * Then, per RFC 9110: validators and conditional requests (304/412), byte ranges (206, 416,
@@ -24,32 +24,74 @@
 #include "file_cache.h"
 #include "handler.h"
 #include "http_date.h"
-#include "http_exchange.h"
+#include "exchange.h"
 #include "mime.h"
 #include "path.h"
 #include "runtime.h"
-#include "server.h"
 #include "site.h"
 
 #define MAX_RANGES 16
 #define ALLOW_STATIC "Allow: GET, HEAD, OPTIONS\r\n"
 
+/* The static handler's state per configuration generation: the MIME table and the open-file
+ * cache built from it. */
+struct static_generation {
+    struct mime_table *mime;
+    struct file_cache *fc;
+};
+
 struct static_files {
-    struct server *srv;
     const struct loc_conf *lc;
+    struct file_cache *fc;      /* its generation's */
     struct compress_loc *cl;    /* NULL: no compression on the fly here */
 };
 
-static void *static_create(struct server *srv, const struct loc_conf *lc, char *err, size_t errlen)
+static int static_error_page(struct exchange *ex, int status);
+
+static int static_generation_init(struct runtime *rt, void **state, char *err, size_t errlen)
+{
+    struct static_generation *g = calloc(1, sizeof(*g));
+    if (!g)
+        return -1;
+    *state = g;
+    g->mime = mime_table_load(rt->cfg.mime_file[0] ? rt->cfg.mime_file : NULL, err, errlen);
+    if (!g->mime)
+        return -1;
+    g->fc = fc_create(rt->cfg.file_cache_entries, rt->cfg.file_cache_size,
+                      rt->cfg.file_cache_valid, g->mime);
+    if (!g->fc) {
+        snprintf(err, errlen, "lfhttpd: out of memory");
+        return -1;
+    }
+    rt->error_page = static_error_page; /* every location's error_page is a static file */
+    return 0;
+}
+
+static void static_generation_free(void *state)
+{
+    struct static_generation *g = state;
+    fc_destroy(g->fc);
+    mime_table_free(g->mime);
+    free(g);
+}
+
+struct file_cache *static_file_cache(const struct runtime *rt)
+{
+    const struct static_generation *g = handler_generation_state(rt, &static_file_handler);
+    return g ? g->fc : NULL;
+}
+
+static void *static_create(const struct handler_env *env, const struct loc_conf *lc, char *err,
+                           size_t errlen)
 {
     struct static_files *sf = calloc(1, sizeof(*sf));
     if (!sf) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    sf->srv = srv;
     sf->lc = lc;
-    sf->cl = compress_loc_create(srv, lc, err, errlen);
+    sf->fc = ((struct static_generation *)env->generation)->fc;
+    sf->cl = compress_loc_create(env->process, sf->fc, lc, err, errlen);
     if (!sf->cl && err[0]) {
         free(sf);
         return NULL;
@@ -291,7 +333,7 @@ static void add_location_headers(struct response *r, const struct loc_conf *lc)
 }
 
 /* 304: the validators and caching headers of the 200 it stands for, no body. */
-static int send_not_modified(struct http_exchange *ex, const struct fc_entry *e)
+static int send_not_modified(struct exchange *ex, const struct fc_entry *e)
 {
     char head[RESP_HEAD_MAX];
     struct response r;
@@ -307,7 +349,7 @@ static int send_not_modified(struct http_exchange *ex, const struct fc_entry *e)
 }
 
 /* Write a multipart/byteranges body (RFC 9110 14.6) into an anonymous file and send it. */
-static int send_multipart(struct http_exchange *ex, struct fc_entry *e, const struct range *rg,
+static int send_multipart(struct exchange *ex, struct fc_entry *e, const struct range *rg,
                           int n)
 {
     char boundary[40];
@@ -316,7 +358,7 @@ static int send_multipart(struct http_exchange *ex, struct fc_entry *e, const st
                                   (uint64_t)e->st.st_ino << 17));
     int fd = memfd_create("lfhttpd-multipart", MFD_CLOEXEC);
     if (fd < 0)
-        return 503;
+        return ex_error(ex, 503);
     uint64_t size = (uint64_t)e->st.st_size;
     for (int i = 0; i < n; i++) {
         char part[512];
@@ -365,15 +407,15 @@ static int send_multipart(struct http_exchange *ex, struct fc_entry *e, const st
     const char *rest = memmem(e->headers, e->headers_len, "\r\n", 2);
     resp_add(&r, rest + 2, e->headers_len - (size_t)(rest + 2 - e->headers));
     add_expires(&r, ex->loc);
-    return ex_send_file(ex, &r, fd, 0, (size_t)total) < 0 ? -1 : 0;
+    return ex_send_file(ex, &r, fd, 0, (size_t)total);
 fail:
     close(fd);
-    return 500;
+    return ex_error(ex, 500);
 }
 
 /* Answer GET/HEAD for a regular file (conditionals, ranges, precompressed and on-the-fly
  * variants). */
-static int serve_file(struct static_files *sf, struct http_exchange *ex, struct fc_entry *e)
+static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_entry *e)
 {
     const struct http_request *req = ex->req;
     const struct loc_conf *lc = ex->loc;
@@ -416,7 +458,7 @@ static int serve_file(struct static_files *sf, struct http_exchange *ex, struct 
             rep = avail[best];
             rep_otf = rep != e->variant[best];
         } else if (ae.identity == 0) {
-            return 406; /* identity excluded and no acceptable coding available */
+            return ex_error(ex, 406); /* identity excluded, no acceptable coding available */
         }
     }
 
@@ -426,19 +468,19 @@ static int serve_file(struct static_files *sf, struct http_exchange *ex, struct 
     time_t t;
     if (im.ptr) {
         if (!etag_list_matches(im, rep->etag, rep->etag_len, false))
-            return 412;
+            return ex_error(ex, 412);
     } else {
         struct strview ius = HTTP_KNOWN(req, H_IF_UNMODIFIED_SINCE);
         if (ius.ptr && http_date_parse(ius.ptr, ius.len, &t) == 0 && rep->st.st_mtim.tv_sec > t)
-            return 412;
+            return ex_error(ex, 412);
     }
     if (inm.ptr) {
         if (etag_list_matches(inm, rep->etag, rep->etag_len, true))
-            return send_not_modified(ex, rep) < 0 ? -1 : 0;
+            return send_not_modified(ex, rep);
     } else {
         struct strview ims = HTTP_KNOWN(req, H_IF_MODIFIED_SINCE);
         if (ims.ptr && http_date_parse(ims.ptr, ims.len, &t) == 0 && rep->st.st_mtim.tv_sec <= t)
-            return send_not_modified(ex, rep) < 0 ? -1 : 0;
+            return send_not_modified(ex, rep);
     }
 
     uint64_t size = (uint64_t)rep->st.st_size;
@@ -463,7 +505,7 @@ static int serve_file(struct static_files *sf, struct http_exchange *ex, struct 
         RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
         char page[256];
         size_t plen = http_error_page(416, page, sizeof(page));
-        return ex_send(ex, &r, page, plen) < 0 ? -1 : 0;
+        return ex_send(ex, &r, page, plen);
     }
     if (nr > 1)
         return send_multipart(ex, rep, rg, nr);
@@ -486,10 +528,9 @@ static int serve_file(struct static_files *sf, struct http_exchange *ex, struct 
     }
     add_expires(&r, lc);
     if (rep->body)
-        return ex_send(ex, &r, rep->body + off, (size_t)len) < 0 ? -1 : 0;
+        return ex_send(ex, &r, rep->body + off, (size_t)len);
     atomic_fetch_add_explicit(&rep->refs, 1, memory_order_relaxed); /* held by the connection */
-    return ex_send_file_ref(ex, &r, rep->fd, (off_t)off, (size_t)len, release_entry, rep) < 0 ? -1
-                                                                                             : 0;
+    return ex_send_file_ref(ex, &r, rep->fd, (off_t)off, (size_t)len, release_entry, rep);
 }
 
 /* Append `path` percent-encoded for a Location header: unreserved characters, '/' and the
@@ -512,7 +553,7 @@ static void resp_add_encoded_path(struct response *r, const char *path, size_t l
 /* 301 to the directory URL with a trailing slash. The Location is relative (path and query
  * only), so a server behind a proxy never leaks its own host and port; it is built from the
  * normalised path, so "//evil.example" can never become a protocol-relative redirect. */
-static int redirect_to_dir(struct http_exchange *ex)
+static int redirect_to_dir(struct exchange *ex)
 {
     const struct http_request *req = ex->req;
     char head[RESP_HEAD_MAX];
@@ -529,7 +570,7 @@ static int redirect_to_dir(struct http_exchange *ex)
     add_location_headers(&r, ex->loc);
     char page[256];
     size_t n = http_error_page(301, page, sizeof(page));
-    return ex_send(ex, &r, page, n) < 0 ? -1 : 0;
+    return ex_send(ex, &r, page, n);
 }
 
 /* ---- directory listings ---------------------------------------------------------------------- */
@@ -622,18 +663,18 @@ static void human_size(char *out, size_t cap, off_t size)
 
 /* An HTML (or JSON, for Accept: application/json) listing of the directory ex->path, written
  * into an anonymous file and sent from it. Not a hot path: allocation is fine here. */
-static int list_directory(struct http_exchange *ex)
+static int list_directory(struct exchange *ex)
 {
     const struct loc_conf *lc = ex->loc;
     const struct http_request *req = ex->req;
     const char *rel = ex->path_len > 1 ? ex->path + 1 : ".";
     int dfd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, O_DIRECTORY);
     if (dfd < 0)
-        return dfd == -ENOENT ? 404 : 403;
+        return ex_error(ex, dfd == -ENOENT ? 404 : 403);
     DIR *d = fdopendir(dfd);
     if (!d) {
         close(dfd);
-        return 500;
+        return ex_error(ex, 500);
     }
     size_t n = 0, cap = 64;
     struct dirent_info *ents = malloc(cap * sizeof(*ents));
@@ -658,7 +699,7 @@ static int list_directory(struct http_exchange *ex)
     }
     closedir(d);
     if (!ents)
-        return 503;
+        return ex_error(ex, 503);
 
     /* ?sort=name|size|mtime&order=asc|desc */
     tl_sort_key = 0;
@@ -728,13 +769,13 @@ static int list_directory(struct http_exchange *ex)
     if (!f) {
         if (fd >= 0)
             close(fd);
-        return 503;
+        return ex_error(ex, 503);
     }
     fflush(f);
     int out = dup(fd);
     fclose(f);
     if (out < 0)
-        return 503;
+        return ex_error(ex, 503);
     off_t total = lseek(out, 0, SEEK_END);
 
     char head[RESP_HEAD_MAX];
@@ -746,12 +787,12 @@ static int list_directory(struct http_exchange *ex)
         RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
     RESP_LIT(&r, "Vary: Accept\r\n");
     add_location_headers(&r, lc);
-    return ex_send_file(ex, &r, out, 0, (size_t)total) < 0 ? -1 : 0;
+    return ex_send_file(ex, &r, out, 0, (size_t)total);
 }
 
 /* ---- the handler ----------------------------------------------------------------------------- */
 
-static int answer_entry(struct static_files *sf, struct http_exchange *ex, struct fc_entry *e)
+static int answer_entry(struct static_files *sf, struct exchange *ex, struct fc_entry *e)
 {
     switch (e->kind) {
     case FC_FILE:
@@ -759,26 +800,16 @@ static int answer_entry(struct static_files *sf, struct http_exchange *ex, struc
     case FC_DIR_REDIRECT:
         return redirect_to_dir(ex);
     case FC_DIR:
-        return ex->loc->listing ? list_directory(ex) : 403;
+        return ex->loc->listing ? list_directory(ex) : ex_error(ex, 403);
     case FC_OTHER:
-        return 403;
+        return ex_error(ex, 403);
     case FC_MISSING:
     default:
-        switch (e->err) {
-        case EACCES:
-        case EPERM:
-            return 403;
-        case EMFILE:
-        case ENFILE:
-        case ENOMEM:
-            return 503;
-        default:
-            return 404; /* ENOENT, ENOTDIR, EXDEV (would leave the root), ELOOP, ... */
-        }
+        return ex_error(ex, ex_status_for_errno(e->err));
     }
 }
 
-static int static_handle(void *inst, struct http_exchange *ex)
+static int static_handle(void *inst, struct exchange *ex)
 {
     struct static_files *sf = inst;
     const struct http_request *req = ex->req;
@@ -790,44 +821,48 @@ static int static_handle(void *inst, struct http_exchange *ex)
         resp_begin(&r, head, sizeof(head), 204, ex->date);
         resp_add(&r, ALLOW_STATIC, sizeof(ALLOW_STATIC) - 1);
         add_location_headers(&r, lc);
-        return ex_send(ex, &r, NULL, 0) < 0 ? -1 : 0;
+        return ex_send(ex, &r, NULL, 0);
     }
     if (req->method != HTTP_GET && req->method != HTTP_HEAD)
-        return 405;
+        return ex_error(ex, 405);
     if (!lc->hidden_files && !ex->path_plain && path_has_hidden_segment(ex->path, ex->path_len))
-        return 404;
+        return ex_error(ex, 404);
 
-    struct fc_entry *e = fc_get(ex->rt->fc, lc, ex->path, ex->path_len);
+    struct fc_entry *e = fc_get(sf->fc, lc, ex->path, ex->path_len);
     if (!e)
-        return 503;
-    int rc = answer_entry(sf, ex, e);
-    if (rc == 404 && lc->spa_fallback[0] && strcmp(ex->path, lc->spa_fallback)) {
+        return ex_error(ex, 503);
+    if (e->kind == FC_MISSING && ex_status_for_errno(e->err) == 404 && lc->spa_fallback[0] &&
+        strcmp(ex->path, lc->spa_fallback)) {
         /* Single-page application: unknown paths get the app's entry page. */
         fc_release(e);
-        e = fc_get(ex->rt->fc, lc, lc->spa_fallback, strlen(lc->spa_fallback));
+        e = fc_get(sf->fc, lc, lc->spa_fallback, strlen(lc->spa_fallback));
         if (!e)
-            return 503;
-        rc = e->kind == FC_FILE ? serve_file(sf, ex, e) : 404;
+            return ex_error(ex, 503);
+        if (e->kind != FC_FILE) {
+            fc_release(e);
+            return ex_error(ex, 404);
+        }
     }
+    int rc = answer_entry(sf, ex, e);
     fc_release(e);
     return rc;
 }
 
-int static_send_error_page(struct http_exchange *ex, int status)
+/* rt->error_page: the location's own page for `status` (`error_page`), served from its root.
+ * 0 when sent, -ENOENT when it has none (or the file is missing), or -errno. */
+static int static_error_page(struct exchange *ex, int status)
 {
     const struct loc_conf *lc = ex->loc;
-    if (!lc || !ex->req)
-        return -1;
     for (int i = 0; i < lc->nerror_pages; i++) {
         if (lc->error_pages[i].status != status)
             continue;
         const char *p = lc->error_pages[i].path;
-        struct fc_entry *e = fc_get(ex->rt->fc, lc, p, strlen(p));
+        struct fc_entry *e = fc_get(static_file_cache(ex->rt), lc, p, strlen(p));
         if (!e)
-            return -1;
+            return -ENOENT;
         if (e->kind != FC_FILE) {
             fc_release(e);
-            return -1;
+            return -ENOENT;
         }
         char head[RESP_HEAD_MAX];
         struct response r;
@@ -835,20 +870,21 @@ int static_send_error_page(struct http_exchange *ex, int status)
         RESP_HEADER_STR(&r, "Content-Type", e->type);
         if (status == 405)
             resp_add(&r, ALLOW_STATIC, sizeof(ALLOW_STATIC) - 1);
-        int rc;
         if (e->body) {
-            rc = ex_send(ex, &r, e->body, (size_t)e->st.st_size);
+            int rc = ex_send(ex, &r, e->body, (size_t)e->st.st_size);
             fc_release(e);
-        } else {
-            rc = ex_send_file_ref(ex, &r, e->fd, 0, (size_t)e->st.st_size, release_entry, e);
+            return rc;
         }
-        return rc < 0 ? -2 : 0;
+        return ex_send_file_ref(ex, &r, e->fd, 0, (size_t)e->st.st_size, release_entry, e);
     }
-    return -1;
+    return -ENOENT;
 }
 
 const struct handler_ops static_file_handler = {
     .name = "static",
+    .generation_init = static_generation_init,
+    .generation_free = static_generation_free,
+    .release = compress_release, /* the compressor's threads; its jobs hold runtimes */
     .create = static_create,
     .handle = static_handle,
     .destroy = static_destroy,

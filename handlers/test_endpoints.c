@@ -11,7 +11,7 @@
  *   headers        ?Name=value...: response headers from the query (validated: no CR/LF or
  *                  other control characters, token names, no framing headers) -> else 400
  *
- * Everything long-running is a deferred exchange (http_exchange.h): bodies stream with
+ * Everything long-running is a deferred exchange (exchange.h): bodies stream with
  * backpressure (writable()), waits are timers in the handle set (ex_sleep). */
 #include <ctype.h>
 #include <errno.h>
@@ -22,9 +22,8 @@
 #include <arpa/inet.h>
 
 #include "builtin.h"
-#include "connection.h"
 #include "handler.h"
-#include "http_exchange.h"
+#include "exchange.h"
 #include "server.h"
 #include "site.h"
 
@@ -74,7 +73,22 @@ static void tx_free(struct tx *t)
     }
 }
 
-static void *tests_create(struct server *srv, const struct loc_conf *lc, char *err, size_t errlen)
+/* A deferred test exchange: *exp becomes the deferred exchange. NULL when out of memory (then
+ * nothing was deferred: answer with ex_error(*exp, 503)). */
+static struct tx *tx_new(struct exchange **exp)
+{
+    struct tx *t = calloc(1, sizeof(*t));
+    struct exchange *d = t ? ex_defer(*exp, t) : NULL;
+    if (!d) {
+        free(t);
+        return NULL;
+    }
+    *exp = d;
+    return t;
+}
+
+static void *tests_create(const struct handler_env *env, const struct loc_conf *lc, char *err,
+                          size_t errlen)
 {
     (void)lc;
     struct tests *ts = malloc(sizeof(*ts));
@@ -82,7 +96,7 @@ static void *tests_create(struct server *srv, const struct loc_conf *lc, char *e
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    ts->srv = srv;
+    ts->srv = env->srv;
     for (size_t i = 0; i < PATTERN_SIZE; i += sizeof(pattern_line) - 1)
         memcpy(ts->pattern + i, pattern_line, sizeof(pattern_line) - 1);
     memset(ts->stars, '*', sizeof(ts->stars));
@@ -98,7 +112,7 @@ static void tests_destroy(void *inst)
 
 #define ADD_LIT(r, s) resp_add((r), (s), sizeof(s) - 1)
 
-static void begin(struct http_exchange *ex, struct response *r, char *head, int status,
+static void begin(struct exchange *ex, struct response *r, char *head, int status,
                   const char *type)
 {
     resp_begin(r, head, RESP_HEAD_MAX, status, ex->date);
@@ -108,15 +122,15 @@ static void begin(struct http_exchange *ex, struct response *r, char *head, int 
     builtin_add_location_headers(r, ex);
 }
 
-static int send_json(struct http_exchange *ex, int status, const char *json, size_t len)
+static int send_json(struct exchange *ex, int status, const char *json, size_t len)
 {
     char head[RESP_HEAD_MAX];
     struct response r;
     begin(ex, &r, head, status, "application/json");
-    return ex_send(ex, &r, json, len) < 0 ? -1 : 0;
+    return ex_send(ex, &r, json, len);
 }
 
-static int bad_request(struct http_exchange *ex, const char *why)
+static int bad_request(struct exchange *ex, const char *why)
 {
     char body[512];
     size_t pos = 0;
@@ -205,7 +219,7 @@ static ssize_t query_decode(const char *in, size_t len, char *out, size_t cap)
 /* ---- bytes, buffers, streams: writers that stop when the socket is full -------------------- */
 
 /* Write until done, parked, or this event's budget is spent. Returns 0 or -1. */
-static int pump(struct tests *ts, struct http_exchange *ex, struct tx *t)
+static int pump(struct tests *ts, struct exchange *ex, struct tx *t)
 {
     size_t budget = BUDGET;
     if (ex->head_only) { /* HEAD: the head says it all */
@@ -246,21 +260,20 @@ static int pump(struct tests *ts, struct http_exchange *ex, struct tx *t)
             t->off += n;
         }
         if (rc < 0)
-            return -1;
-        if (rc == 1)
-            return 0; /* parked: writable() continues */
+            return rc;
+        if (ex_blocked(ex))
+            return 0; /* the socket is full: writable() continues */
         budget = n >= budget ? 0 : budget - n;
     }
     bool finished = t->kind == TX_BYTES || t->kind == TX_STREAM ? t->left == 0 : t->off == t->len;
     if (!finished)
         return 0; /* budget spent: yield, writable() continues */
-    int rc = ex_stream_end(ex);
     tx_free(t);
-    return rc < 0 ? -1 : 0;
+    return ex_stream_end(ex);
 }
 
 /* Send t->buf as a Content-Length body (deferred; the buffer may exceed one carry). */
-static int send_buffer(struct tests *ts, struct http_exchange *ex, struct tx *t, int status,
+static int send_buffer(struct tests *ts, struct exchange *ex, struct tx *t, int status,
                        const char *type)
 {
     char head[RESP_HEAD_MAX];
@@ -269,35 +282,31 @@ static int send_buffer(struct tests *ts, struct http_exchange *ex, struct tx *t,
     t->kind = TX_BUFFER;
     t->off = 0;
     t->began = true;
-    if (ex_stream_begin(ex, &r, (int64_t)t->len) < 0)
-        return -1;
-    return pump(ts, ex, t);
+    int rc = ex_stream_begin(ex, &r, (int64_t)t->len);
+    return rc < 0 ? rc : pump(ts, ex, t);
 }
 
 /* ---- the endpoints ---------------------------------------------------------------------------- */
 
-static int ep_bytes(struct tests *ts, struct http_exchange *ex, const char *arg, size_t len)
+static int ep_bytes(struct tests *ts, struct exchange *ex, const char *arg, size_t len)
 {
     uint64_t n;
     if (!parse_u64(arg, len, BYTES_MAX, &n))
         return bad_request(ex, "bytes/N takes N from 0 to 104857600");
-    struct tx *t = calloc(1, sizeof(*t));
-    if (!t || ex_defer(ex, t, 0) < 0) {
-        free(t);
-        return 503;
-    }
+    struct tx *t = tx_new(&ex);
+    if (!t)
+        return ex_error(ex, 503);
     t->kind = TX_BYTES;
     t->left = n;
     t->began = true;
     char head[RESP_HEAD_MAX];
     struct response r;
     begin(ex, &r, head, 200, "application/octet-stream");
-    if (ex_stream_begin(ex, &r, (int64_t)n) < 0)
-        return -1;
-    return pump(ts, ex, t);
+    int rc = ex_stream_begin(ex, &r, (int64_t)n);
+    return rc < 0 ? rc : pump(ts, ex, t);
 }
 
-static int ep_status(struct http_exchange *ex, const char *arg, size_t len)
+static int ep_status(struct exchange *ex, const char *arg, size_t len)
 {
     uint64_t code;
     if (!parse_u64(arg, len, 599, &code) || code < 200)
@@ -309,7 +318,7 @@ static int ep_status(struct http_exchange *ex, const char *arg, size_t len)
     if (code == 405)
         ADD_LIT(&r, "Allow: GET, HEAD, OPTIONS\r\n");
     int n = snprintf(body, sizeof(body), "%d %s\n", (int)code, http_status_reason((int)code));
-    return ex_send(ex, &r, body, http_status_has_no_body((int)code) ? 0 : (size_t)n) < 0 ? -1 : 0;
+    return ex_send(ex, &r, body, http_status_has_no_body((int)code) ? 0 : (size_t)n);
 }
 
 static bool echo_put(struct tx *t, const char *s)
@@ -328,37 +337,37 @@ static bool echo_str(struct tx *t, struct strview v)
            echo_put(t, "\"");
 }
 
-static int echo_finish(struct tests *ts, struct http_exchange *ex, struct tx *t)
+static int echo_finish(struct tests *ts, struct exchange *ex, struct tx *t)
 {
     char tail[64];
     snprintf(tail, sizeof(tail), "\",\"body_length\":%llu}\n", (unsigned long long)t->sent);
     if (!echo_put(t, tail)) {
         tx_free(t);
-        return -1;
+        return -ENOMEM;
     }
     return send_buffer(ts, ex, t, 200, "application/json");
 }
 
-static int ep_echo(struct tests *ts, struct http_exchange *ex)
+static int ep_echo(struct tests *ts, struct exchange *ex)
 {
     const struct http_request *req = ex->req;
     if (req->has_body && !req->chunked && req->content_length > ECHO_BODY_MAX)
-        return 413;
+        return ex_error(ex, 413);
     size_t raw = req->target.len + 256;
     for (unsigned i = 0; i < req->nheaders; i++)
         raw += req->headers[i].name.len + req->headers[i].value.len + 8;
     struct tx *t = calloc(1, sizeof(*t));
     if (!t)
-        return 503;
+        return ex_error(ex, 503);
     t->kind = TX_ECHO;
     t->cap = 6 * (raw + ECHO_BODY_MAX) + 512;
     t->buf = malloc(t->cap);
     if (!t->buf) {
         tx_free(t);
-        return 503;
+        return ex_error(ex, 503);
     }
     char addr[INET6_ADDRSTRLEN + 16];
-    const struct in6_addr *a6 = &ex->conn->peer_addr;
+    const struct in6_addr *a6 = &ex->peer_addr;
     char ip[INET6_ADDRSTRLEN];
     if (IN6_IS_ADDR_V4MAPPED(a6))
         inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof(ip));
@@ -368,7 +377,7 @@ static int ep_echo(struct tests *ts, struct http_exchange *ex)
     char ver[16];
     snprintf(ver, sizeof(ver), "HTTP/%u.%u", req->http_major, req->http_minor);
     char port[16];
-    snprintf(port, sizeof(port), "%u", ntohs(ex->conn->peer_port));
+    snprintf(port, sizeof(port), "%u", ntohs(ex->peer_port));
     bool ok = echo_put(t, "{\"method\":") && echo_str(t, req->method_name) &&
               echo_put(t, ",\"target\":") && echo_str(t, req->target) &&
               echo_put(t, ",\"path\":") &&
@@ -385,47 +394,44 @@ static int ep_echo(struct tests *ts, struct http_exchange *ex)
     ok = ok && echo_put(t, "],\"body\":\"");
     if (!ok) {
         tx_free(t);
-        return 500;
+        return ex_error(ex, 500);
     }
-    if (ex_defer(ex, t, req->has_body ? EX_WANT_BODY : 0) < 0) {
+    struct exchange *d = ex_defer(ex, t);
+    if (!d) {
         tx_free(t);
-        return 503;
+        return ex_error(ex, 503);
     }
     if (req->has_body)
-        return 0; /* body() collects it; the answer goes at its end */
-    return echo_finish(ts, ex, t);
+        return ex_want_body(d, true); /* body() collects it; the answer goes at its end */
+    return echo_finish(ts, d, t);
 }
 
-static int ep_delay(struct http_exchange *ex, const char *arg, size_t len)
+static int ep_delay(struct exchange *ex, const char *arg, size_t len)
 {
     uint64_t ms;
     if (!parse_u64(arg, len, UINT64_MAX / 2, &ms))
         return bad_request(ex, "delay/MS takes a number of milliseconds (at most 10000)");
     if (ms > DELAY_MAX_MS)
         ms = DELAY_MAX_MS;
-    struct tx *t = calloc(1, sizeof(*t));
-    if (!t || ex_defer(ex, t, 0) < 0) {
-        free(t);
-        return 503;
-    }
+    struct tx *t = tx_new(&ex);
+    if (!t)
+        return ex_error(ex, 503);
     t->kind = TX_DELAY;
     t->delay_ms = (unsigned)ms;
     ex_sleep(ex, (unsigned)ms); /* the timer calls writable(); this thread moves on */
     return 0;
 }
 
-static int ep_stream(struct tests *ts, struct http_exchange *ex, const char *arg, size_t len)
+static int ep_stream(struct tests *ts, struct exchange *ex, const char *arg, size_t len)
 {
     uint64_t n;
     if (!parse_u64(arg, len, UINT64_MAX / 2, &n))
         return bad_request(ex, "stream/N takes a number of lines (at most 1000)");
     if (n > STREAM_MAX)
         n = STREAM_MAX;
-    struct tx *t = calloc(1, sizeof(*t));
-    if (!t || ex_defer(ex, t, 0) < 0) {
-        free(t);
-        return 503;
-    }
+    struct tx *t = tx_new(&ex);
+    if (!t)
+        return ex_error(ex, 503);
     t->kind = TX_STREAM;
     t->left = n;
     t->began = true;
@@ -435,12 +441,11 @@ static int ep_stream(struct tests *ts, struct http_exchange *ex, const char *arg
     char head[RESP_HEAD_MAX];
     struct response r;
     begin(ex, &r, head, 200, "application/x-ndjson");
-    if (ex_stream_begin(ex, &r, -1) < 0)
-        return -1;
-    return pump(ts, ex, t);
+    int rc = ex_stream_begin(ex, &r, -1);
+    return rc < 0 ? rc : pump(ts, ex, t);
 }
 
-static int ep_drip(struct http_exchange *ex)
+static int ep_drip(struct exchange *ex)
 {
     struct strview q = ex->req->query, v;
     uint64_t numbytes = 10, code = 200;
@@ -453,11 +458,9 @@ static int ep_drip(struct http_exchange *ex)
         return bad_request(ex, "delay: seconds, at most 10");
     if (query_param(q, "code", &v) && (!parse_u64(v.ptr, v.len, 599, &code) || code < 200))
         return bad_request(ex, "code: a final status from 200 to 599");
-    struct tx *t = calloc(1, sizeof(*t));
-    if (!t || ex_defer(ex, t, 0) < 0) {
-        free(t);
-        return 503;
-    }
+    struct tx *t = tx_new(&ex);
+    if (!t)
+        return ex_error(ex, 503);
     t->kind = TX_DRIP;
     t->left = numbytes;
     t->status = (int)code;
@@ -471,34 +474,35 @@ static int ep_drip(struct http_exchange *ex)
     return 0;
 }
 
-static int drip_tick(struct tests *ts, struct http_exchange *ex, struct tx *t)
+static int drip_tick(struct tests *ts, struct exchange *ex, struct tx *t)
 {
     if (!t->began) {
         char head[RESP_HEAD_MAX];
         struct response r;
         begin(ex, &r, head, t->status, "application/octet-stream");
         t->began = true;
-        if (ex_stream_begin(ex, &r, (int64_t)t->left) < 0)
-            return -1;
+        int rc = ex_stream_begin(ex, &r, (int64_t)t->left);
+        if (rc < 0)
+            return rc;
     }
-    if (ex->conn->sending)
-        return 0; /* the head is still parked: tick again once it has gone */
+    if (ex_blocked(ex))
+        return 0; /* the head is still queued: tick again once it has gone */
     size_t n = t->per_tick < t->left ? t->per_tick : (size_t)t->left;
     if (n > sizeof(ts->stars))
         n = sizeof(ts->stars);
-    if (n && ex_stream_write(ex, ts->stars, n) < 0)
-        return -1;
+    int rc = n ? ex_stream_write(ex, ts->stars, n) : 0;
+    if (rc < 0)
+        return rc;
     t->left -= n;
     if (t->left == 0) {
-        int rc = ex_stream_end(ex);
         tx_free(t);
-        return rc < 0 ? -1 : 0;
+        return ex_stream_end(ex);
     }
     ex_sleep(ex, t->interval);
     return 0;
 }
 
-static int ep_redirect(struct http_exchange *ex, const char *arg, size_t len)
+static int ep_redirect(struct exchange *ex, const char *arg, size_t len)
 {
     uint64_t n;
     if (!parse_u64(arg, len, REDIRECT_MAX, &n) || n == 0)
@@ -515,7 +519,7 @@ static int ep_redirect(struct http_exchange *ex, const char *arg, size_t len)
     struct response r;
     begin(ex, &r, head, 302, NULL);
     RESP_HEADER_STR(&r, "Location", loc);
-    return ex_send(ex, &r, NULL, 0) < 0 ? -1 : 0;
+    return ex_send(ex, &r, NULL, 0);
 }
 
 /* Header names the endpoint refuses to set: framing and connection management belong to the
@@ -574,7 +578,7 @@ static const char *header_param(struct strview qn, struct strview qv, char name[
 /* /headers?Name=value&...: the response carries those headers, and says them back as JSON. A
  * requested header replaces the endpoint's default of the same name (Content-Type,
  * Cache-Control), so `Cache-Control=max-age%3D60` is the only Cache-Control sent. */
-static int ep_headers(struct http_exchange *ex)
+static int ep_headers(struct exchange *ex)
 {
     char name[65], value[1025];
     size_t nl, vl;
@@ -622,7 +626,7 @@ static int ep_headers(struct http_exchange *ex)
     }
     memcpy(body + pos, "}\n", 2);
     pos += 2;
-    return ex_send(ex, &r, body, pos) < 0 ? -1 : 0;
+    return ex_send(ex, &r, body, pos);
 }
 
 static const char index_text[] =
@@ -638,7 +642,7 @@ static const char index_text[] =
 
 /* ---- handler ops ------------------------------------------------------------------------------ */
 
-static int tests_handle(void *inst, struct http_exchange *ex)
+static int tests_handle(void *inst, struct exchange *ex)
 {
     struct tests *ts = inst;
     const struct loc_conf *lc = ex->loc;
@@ -658,19 +662,17 @@ static int tests_handle(void *inst, struct http_exchange *ex)
     size_t arg_len = slash ? len - name_len - 1 : 0;
 #define IS(lit) (name_len == sizeof(lit) - 1 && !memcmp(rest, lit, name_len))
     bool with_arg = IS("bytes") || IS("status") || IS("delay") || IS("stream") || IS("redirect");
-    if (with_arg && !slash)
-        return 404;
-    if (!with_arg && slash)
-        return 404;
+    if (with_arg != (slash != NULL))
+        return ex_error(ex, 404);
     if (IS("echo"))
         return ep_echo(ts, ex); /* any method */
     if (ex->req->method != HTTP_GET && ex->req->method != HTTP_HEAD)
-        return 405;
+        return ex_error(ex, 405);
     if (len == 0) {
         char head[RESP_HEAD_MAX];
         struct response r;
         begin(ex, &r, head, 200, "text/plain; charset=utf-8");
-        return ex_send(ex, &r, index_text, sizeof(index_text) - 1) < 0 ? -1 : 0;
+        return ex_send(ex, &r, index_text, sizeof(index_text) - 1);
     }
     if (IS("bytes"))
         return ep_bytes(ts, ex, arg, arg_len);
@@ -687,10 +689,10 @@ static int tests_handle(void *inst, struct http_exchange *ex)
     if (IS("headers"))
         return ep_headers(ex);
 #undef IS
-    return 404;
+    return ex_error(ex, 404);
 }
 
-static int tests_body(void *inst, struct http_exchange *ex, const char *data, size_t len,
+static int tests_body(void *inst, struct exchange *ex, const char *data, size_t len,
                       bool last)
 {
     struct tx *t = ex->state;
@@ -698,13 +700,13 @@ static int tests_body(void *inst, struct http_exchange *ex, const char *data, si
         return echo_finish(inst, ex, t);
     if (t->sent + len > ECHO_BODY_MAX) {
         tx_free(t);
-        return ex_send_error(ex, 413) < 0 ? -1 : 0; /* the rest of the body is discarded */
+        return ex_error(ex, 413); /* the rest of the body is discarded */
     }
     t->sent += len;
     return json_escape_append(t->buf, t->cap, &t->len, data, len) ? 0 : -1;
 }
 
-static int tests_writable(void *inst, struct http_exchange *ex)
+static int tests_writable(void *inst, struct exchange *ex)
 {
     struct tests *ts = inst;
     struct tx *t = ex->state;
@@ -722,7 +724,7 @@ static int tests_writable(void *inst, struct http_exchange *ex)
     }
 }
 
-static void tests_abort(void *inst, struct http_exchange *ex)
+static void tests_abort(void *inst, struct exchange *ex)
 {
     (void)inst;
     tx_free(ex->state);

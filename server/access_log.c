@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "connection.h"
-#include "http_exchange.h"
+#include "http_request.h"
+#include "http_response.h"
 #include "netaddr.h"
 #include "runtime.h"
 
@@ -129,24 +129,15 @@ static void put_num(struct line *l, uint64_t v)
     put(l, num, fmt_u64(num, v));
 }
 
-/* Kept out of access_log_write: its large frame (the line buffer) costs stack probing and a
- * canary on every request, logging on or off. */
-static __attribute__((noinline)) void access_log_emit(const struct http_exchange *ex);
-
-void access_log_write(const struct http_exchange *ex)
+/* Only called with the log on (exchange.c checks): the line buffer's large frame costs stack
+ * probing and a canary, which requests with the log off never pay. */
+void access_log_write(const struct runtime *rt, const struct access_entry *ex)
 {
-    if (ex->rt->access_fd >= 0)
-        access_log_emit(ex);
-}
-
-static void access_log_emit(const struct http_exchange *ex)
-{
-    const struct runtime *rt = ex->rt;
     const struct http_request *req = ex->req;
     struct line l;
     l.len = 0;
     char addr[64];
-    size_t alen = netaddr_format(&ex->client_addr, addr, sizeof(addr));
+    size_t alen = netaddr_format(ex->client, addr, sizeof(addr));
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -154,7 +145,7 @@ static void access_log_emit(const struct http_exchange *ex)
     struct strview target = req ? req->target : SV_NULL;
     struct strview referer = req ? HTTP_KNOWN(req, H_REFERER) : SV_NULL;
     struct strview ua = req ? HTTP_KNOWN(req, H_USER_AGENT) : SV_NULL;
-    struct strview user = ex->remote_user;
+    struct strview user = ex->user;
     char proto[9] = "HTTP/1.1";
     if (req)
         proto[7] = (char)('0' + req->http_minor);

@@ -9,9 +9,12 @@
 #ifndef LF_ACCESS_LOG_H
 #define LF_ACCESS_LOG_H
 
+#include <netinet/in.h>
 #include <stdint.h>
 
-struct http_exchange;
+#include "strview.h"
+
+struct http_request;
 struct runtime;
 
 enum access_log_format { ALOG_COMBINED = 0, ALOG_JSON };
@@ -23,8 +26,16 @@ int access_log_open(struct runtime *rt);
 int access_log_reopen(struct runtime *rt);
 void access_log_close(struct runtime *rt);
 
-/* Log one answered exchange (under its runtime). `ex->req` may be NULL (a request that failed
- * to parse). */
-void access_log_write(const struct http_exchange *ex);
+/* What one line says of an answered exchange. */
+struct access_entry {
+    const struct http_request *req;  /* NULL: a request that failed to parse */
+    const struct in6_addr *client;   /* the client (after trusted proxies) */
+    struct strview user;             /* Basic authentication's user, or none */
+    int status;
+    uint64_t body_bytes;
+};
+
+/* Log one answered exchange under runtime `rt` (whose access log must be open). */
+void access_log_write(const struct runtime *rt, const struct access_entry *e);
 
 #endif

@@ -12,7 +12,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "http_exchange.h"
+#include "exchange.h"
 #include "site.h"
 
 #define AUTH_CACHE_SLOTS 8
@@ -103,19 +103,19 @@ struct auth_cache_slot {
 static _Thread_local struct auth_cache_slot auth_cache[AUTH_CACHE_SLOTS];
 static _Thread_local unsigned auth_cache_next;
 
-static void set_user(struct http_exchange *ex, const char *name)
+static void set_user(const char *name, char *buf, size_t cap, struct strview *user)
 {
     size_t n = strlen(name);
-    if (n >= sizeof(ex->user_buf))
-        n = sizeof(ex->user_buf) - 1;
-    memcpy(ex->user_buf, name, n);
-    ex->user_buf[n] = '\0';
-    ex->remote_user = (struct strview){ ex->user_buf, n };
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, name, n);
+    buf[n] = '\0';
+    *user = (struct strview){ buf, n };
 }
 
-bool auth_check(const struct auth_users *users, struct http_exchange *ex)
+bool auth_check(const struct auth_users *users, struct strview h, char *user_buf, size_t cap,
+                struct strview *user)
 {
-    struct strview h = HTTP_KNOWN(ex->req, H_AUTHORIZATION);
     if (!h.ptr || h.len < 7 || strncasecmp(h.ptr, "basic ", 6))
         return false;
     struct strview b64 = sv_trim((struct strview){ h.ptr + 6, h.len - 6 });
@@ -129,7 +129,7 @@ bool auth_check(const struct auth_users *users, struct http_exchange *ex)
         struct auth_cache_slot *s = &auth_cache[i];
         if (s->users_id == users->id && s->expires > now && s->user < users->n &&
             !CRYPTO_memcmp(s->digest, digest, sizeof(digest))) {
-            set_user(ex, users->v[s->user].name);
+            set_user(users->v[s->user].name, user_buf, cap, user);
             return true;
         }
     }
@@ -167,19 +167,6 @@ bool auth_check(const struct auth_users *users, struct http_exchange *ex)
     memcpy(s->digest, digest, sizeof(digest));
     s->expires = now + AUTH_CACHE_SECONDS;
     s->user = (unsigned)(u - users->v);
-    set_user(ex, u->name);
+    set_user(u->name, user_buf, cap, user);
     return true;
-}
-
-int auth_challenge(struct http_exchange *ex, const char *realm)
-{
-    char head[RESP_HEAD_MAX];
-    char page[256];
-    struct response r;
-    resp_begin(&r, head, sizeof(head), 401, ex->date);
-    RESP_LIT(&r, "WWW-Authenticate: Basic realm=\"");
-    resp_add(&r, realm, strlen(realm));
-    RESP_LIT(&r, "\", charset=\"UTF-8\"\r\nContent-Type: text/html; charset=utf-8\r\n");
-    size_t n = http_error_page(401, page, sizeof(page));
-    return ex_send(ex, &r, page, n);
 }

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct http_exchange;
+#include "strview.h"
 
 struct auth_user {
     char *name;
@@ -32,11 +32,10 @@ struct auth_users {
 struct auth_users *auth_load(const char *path);
 void auth_free(struct auth_users *u);
 
-/* Check the request's Authorization header. Returns true when it names a user of `users` with
- * the right password; the user name is then copied into ex (ex->remote_user). */
-bool auth_check(const struct auth_users *users, struct http_exchange *ex);
-
-/* Answer 401 with WWW-Authenticate for `realm`. Returns 0 or -errno. */
-int auth_challenge(struct http_exchange *ex, const char *realm);
+/* Check an Authorization header value. Returns true when it names a user of `users` with the
+ * right password; the user name is then copied into user_buf (cap bytes), and *user views it.
+ * (The 401 challenge is the exchange's: exchange.c.) */
+bool auth_check(const struct auth_users *users, struct strview authorization, char *user_buf,
+                size_t cap, struct strview *user);
 
 #endif

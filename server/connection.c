@@ -1,50 +1,111 @@
 /* connection.c — the HTTP/1.1 connection state machine; see connection.h.
  *
- * One event = one call of conn_on_event() on the thread that detected it. The thread reads into
- * a buffer on its own stack, answers every complete request in it (pipelining) and then either
- * re-arms the handle for the next event or closes it. It never waits for the peer: a short
- * read re-arms EPOLLIN, a full socket buffer parks the response and re-arms EPOLLOUT. */
+ * One event = one step: conn_on_event() claims the connection and runs the step of its state.
+ * A step reads into a buffer on the thread's stack, answers every complete request in it
+ * (pipelining), writes, or lets the deferred exchange run; then conn_next() — the one place
+ * where a connection decides what it waits for next — hands it to the handle set, the timer,
+ * its exchange's holder, or closes it. No step ever waits for the peer: a short read parks it
+ * for EPOLLIN, a full socket buffer for EPOLLOUT.
+ *
+ * The connection is also its exchanges' sink (sink.h): it sends what they write, and it owns
+ * the handles a deferred exchange watches. Those live in a private epoll set that holds the
+ * socket too, and that set is the connection's one handle in the shared handle set while it
+ * exists: so the EPOLLONESHOT rule — one event, one thread — covers the exchange's pipes and
+ * timers as it covers the socket, and no lock is needed. */
 #include "connection.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "access_log.h"
 #include "carry.h"
 #include "handle_set.h"
-#include "http_exchange.h"
 #include "http_parser.h"
-#include "handler.h"
-#include "http_date.h"
 #include "log.h"
-#include "netaddr.h"
 #include "proxy_protocol.h"
-#include "router.h"
 #include "runtime.h"
 #include "server.h"
-#include "stream.h"
 #include "thread_pool.h"
-#include "tls_http.h"
 #include "transport.h"
 
 #define READ_BUF_SIZE (64 * 1024)      /* the processing thread's request buffer */
-#define SMALL_FILE_MAX (16 * 1024)     /* files up to this go out in one writev with the head */
 #define SENDFILE_CHUNK (256 * 1024)
 #define FLUSH_BUDGET (4 * 1024 * 1024) /* bytes sent per event before letting others run */
 #define LINGER_MS 5000                 /* how long to drain input after a closing response */
 #define GATHER_MAX (32 * 1024)         /* pipelined responses gathered for one write */
 #define SEND_IOV_MAX 8                 /* pieces of one write: gathered bytes + a response */
+#define WATCH_EVENTS_MAX 16            /* watched-handle events taken per wake-up */
+#define NO_DEADLINE INT64_MAX
+#define DEADLINE_KEEP INT64_MIN
+
+_Static_assert((int)WATCH_IN == (int)EPOLLIN && (int)WATCH_OUT == (int)EPOLLOUT &&
+                   (int)WATCH_ERR == (int)EPOLLERR && (int)WATCH_HUP == (int)EPOLLHUP,
+               "sink.h's WATCH_* are epoll's events");
+
+const char *const conn_state_names[CS_STATES] = { "idle", "head", "body", "sending",
+                                                  "exchange", "lingering" };
+
+/* close_after: why the connection closes once the response in flight is sent. */
+enum { CLOSE_NO = 0, CLOSE_CLEAN, CLOSE_LINGER };
+
+/* What a reading step may find it must do next. */
+enum step { GO_ON, NEED_INPUT, HANDED_ON };
+
+/* The read buffer of one step (on the thread's stack). */
+struct input {
+    char *buf;
+    size_t have, pos;
+    bool may_read;   /* the last read filled the buffer: the socket may hold more */
+};
 
 static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
-static void conn_close(struct conn *c);
+static void watch_set_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
 static const struct event_handler_ops conn_ops = { .handle_event = conn_on_event };
+static const struct event_handler_ops watch_set_ops = { .handle_event = watch_set_on_event };
+static const struct sink_ops conn_sink_ops;
+
+static void conn_close(struct conn *c);
+static void conn_next(struct conn *c, struct worker *w);
+static void step_read(struct conn *c, struct worker *w);
+
+static inline struct server *conn_srv(const struct conn *c)
+{
+    return c->listener->srv;
+}
+
+static inline const struct exchange_layer *layer(const struct conn *c)
+{
+    return c->listener->srv->layer;
+}
+
+static inline struct conn *conn_of(const struct sink *s)
+{
+    return (struct conn *)((uintptr_t)s - offsetof(struct conn, sink));
+}
+
+/* Response bytes wait for the socket (not merely gathered behind pipelined requests). */
+static inline bool sending(const struct conn *c)
+{
+    return (c->out && !c->gathered) || c->file_left > 0;
+}
+
+static inline bool draining(const struct conn *c)
+{
+    return atomic_load_explicit(&conn_srv(c)->draining, memory_order_relaxed);
+}
+
+static inline void set_state(struct conn *c, enum conn_state st)
+{
+    atomic_store_explicit(&c->state, (uint8_t)st, memory_order_relaxed);
+}
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
@@ -58,11 +119,10 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     }
     c->eh.fd = fd;
     c->eh.ops = &conn_ops;
-    c->srv = srv;
+    c->sink.ops = &conn_sink_ops;
     c->rt = server_runtime(srv);
     c->tp = &transport_plain;
     c->listener = l;
-    c->hs = l->hs;
     c->file_fd = -1;
     if (peer->ss_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)peer;
@@ -94,39 +154,48 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     srv->conns = c;
     pthread_mutex_unlock(&srv->conns_lock);
 
+    const struct config *cfg = &c->rt->cfg;
+    bool tls_first = c->tp_flags & TP_HANDSHAKING;
     atomic_store_explicit(&c->deadline,
-                          now_ms() + (c->handshaking ? c->rt->cfg.timeout_handshake
-                                                     : c->rt->cfg.timeout_header),
+                          now_ms() + (tls_first ? cfg->timeout_handshake : cfg->timeout_header),
                           memory_order_relaxed);
-    atomic_store_explicit(&c->armed, ARMED_IDLE, memory_order_release);
-    int rc = hs_add(c->hs, &c->eh, EPOLLIN);
+    atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
+    int rc = hs_add(l->hs, &c->eh, EPOLLIN);
     if (rc < 0) {
         log_error("epoll_ctl add: %s", strerror(-rc));
-        atomic_store(&c->armed, ARMED_NO); /* the sweep must not touch it: never registered */
+        atomic_store(&c->armed, CONN_OWNED); /* the sweep must not touch it: never registered */
         conn_close(c);
         return rc;
     }
     return 0;
 }
 
-/* Done with the file being sent: give it back to its owner or close it. */
+/* Done with the file being sent: give it back to its owner. */
 static void conn_drop_file(struct conn *c)
 {
     if (c->file_fd < 0)
         return;
-    if (c->file_release)
-        c->file_release(c->file_ref);
-    else
-        close(c->file_fd);
+    c->file_release(c->file_ref);
     c->file_fd = -1;
     c->file_release = NULL;
     c->file_ref = NULL;
     c->file_left = 0;
 }
 
+/* Close the private set of watched handles (the socket is then in no set). */
+static void watch_set_close(struct conn *c)
+{
+    struct sink_deferral *d = c->xd;
+    if (!d || d->watch_set.fd < 0)
+        return;
+    hs_del(c->listener->hs, &d->watch_set); /* -ENOENT when it was never armed */
+    close(d->watch_set.fd);
+    d->watch_set.fd = -1;
+}
+
 static void conn_close(struct conn *c)
 {
-    struct server *srv = c->srv;
+    struct server *srv = conn_srv(c);
     /* Unlink first: once the sweep can no longer see us, the fd may be closed safely. */
     pthread_mutex_lock(&srv->conns_lock);
     if (c->prev)
@@ -142,7 +211,12 @@ static void conn_close(struct conn *c)
 
 void conn_free_stopped(struct conn *c)
 {
-    xd_abort(c, NULL);
+    if (c->xd) {
+        /* The handler lets go of what it watches (ex_unwatch), which may close the set. */
+        struct sink_deferral *d = c->xd;
+        layer(c)->abort(d, NULL);
+        c->xd = NULL;
+    }
     if (c->tp->release)
         c->tp->release(c);
     close(c->eh.fd);
@@ -153,11 +227,11 @@ void conn_free_stopped(struct conn *c)
     free(c);
 }
 
-#define DEADLINE_KEEP INT64_MIN
+/* ---- parking -------------------------------------------------------------------------------- */
 
-/* Hand the connection back to the handle set, to expire at `deadline` (monotonic ms;
- * DEADLINE_KEEP: the one it has). `kind` is ARMED_BUSY, ARMED_IDLE or ARMED_LINGER. */
-static void conn_arm_until(struct conn *c, uint32_t events, int kind, int64_t deadline)
+/* Hand the connection to the handle set in state `st`, to wait for `events` until `deadline`
+ * (monotonic ms; DEADLINE_KEEP: the one it has). Its owner's last touch of it. */
+static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
 {
     if (c->tp_want) {
         events = c->tp_want; /* the transport must first move bytes the other way */
@@ -165,27 +239,19 @@ static void conn_arm_until(struct conn *c, uint32_t events, int kind, int64_t de
     }
     if (deadline != DEADLINE_KEEP)
         atomic_store_explicit(&c->deadline, deadline, memory_order_relaxed);
-    uint8_t view = kind == ARMED_IDLE        ? CV_IDLE
-                   : c->phase == PH_LINGER   ? CV_CLOSING
-                   : (events & EPOLLOUT)     ? CV_WRITING
-                                             : CV_READING;
-    atomic_store_explicit(&c->view, view, memory_order_relaxed);
+    set_state(c, st);
     /* Publish `armed` before the handle is live: afterwards another thread may own it. */
-    atomic_store_explicit(&c->armed, kind, memory_order_release);
-    int rc = hs_rearm(c->hs, &c->eh, events);
+    atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
+    struct handle_set *hs = c->listener->hs;
+    int rc = hs_rearm(hs, &c->eh, events);
+    if (rc == -ENOENT)
+        rc = hs_add(hs, &c->eh, events); /* back from its exchange's private set */
     if (rc < 0) {
-        /* Cannot happen for a registered fd; if it does, nobody else can see the handle. */
-        log_error("epoll_ctl mod: %s", strerror(-rc));
-        atomic_store_explicit(&c->armed, ARMED_NO, memory_order_relaxed);
+        /* Cannot happen for a live socket; if it does, nobody else can see the handle. */
+        log_error("epoll_ctl: %s", strerror(-rc));
+        atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
         conn_close(c);
     }
-}
-
-/* The same, to expire `timeout_ms` from now, or (keep_deadline) when it was going to. */
-static void conn_arm(struct conn *c, uint32_t events, int kind, unsigned timeout_ms,
-                     bool keep_deadline)
-{
-    conn_arm_until(c, events, kind, keep_deadline ? DEADLINE_KEEP : now_ms() + timeout_ms);
 }
 
 /* When a request head or body that began at `start` and has brought `bytes` so far must be
@@ -204,13 +270,6 @@ static int64_t read_deadline(int64_t start, uint64_t bytes, unsigned base, unsig
     return start + (int64_t)(ms < INT32_MAX ? ms : INT32_MAX);
 }
 
-/* Start counting a request body's time and bytes (its head has just been read). */
-static void body_begins(struct conn *c)
-{
-    c->phase = PH_BODY;
-    c->phase_start = now_ms();
-}
-
 static int64_t body_deadline(const struct conn *c)
 {
     const struct config *cfg = &c->rt->cfg;
@@ -218,74 +277,89 @@ static int64_t body_deadline(const struct conn *c)
                          cfg->timeout_body_min_rate);
 }
 
+/* Start counting a request body's time and bytes (its head has just been read). */
+static void body_begins(struct conn *c)
+{
+    c->in_body = true;
+    c->phase_start = now_ms();
+}
+
+/* The connection needs more request bytes and has `have` of an unfinished head. */
+static void park_reading(struct conn *c, size_t have)
+{
+    const struct config *cfg = &c->rt->cfg;
+    if (c->in_body) {
+        conn_park(c, CS_BODY, EPOLLIN, body_deadline(c));
+    } else if (have > 0) {
+        /* A head has begun: its time counts from the read that brought its first byte. */
+        if (atomic_load_explicit(&c->state, memory_order_relaxed) != CS_HEAD)
+            c->phase_start = now_ms();
+        conn_park(c, CS_HEAD, EPOLLIN,
+                  read_deadline(c->phase_start, have, cfg->timeout_header,
+                                cfg->timeout_header_max, cfg->timeout_header_min_rate));
+    } else if (c->tp_flags & TP_HANDSHAKING) {
+        /* the whole handshake must finish within timeout_handshake from accept */
+        conn_park(c, CS_IDLE, EPOLLIN, DEADLINE_KEEP);
+    } else {
+        conn_park(c, CS_IDLE, EPOLLIN,
+                  now_ms() + (c->requests ? cfg->timeout_keepalive : cfg->timeout_header));
+    }
+}
+
 void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
 {
     pthread_mutex_lock(&srv->conns_lock);
     for (struct conn *c = srv->conns; c; c = c->next) {
-        int a = atomic_load_explicit(&c->armed, memory_order_acquire);
-        if (a != ARMED_BUSY && a != ARMED_IDLE && a != ARMED_LINGER)
-            continue; /* being processed: its thread re-arms it with a fresh deadline */
+        uint8_t a = atomic_load_explicit(&c->armed, memory_order_acquire);
+        if (a != CONN_PARKED)
+            continue; /* owned: its owner re-arms it with a fresh deadline */
+        uint8_t st = atomic_load_explicit(&c->state, memory_order_relaxed);
         bool expired = all || atomic_load_explicit(&c->deadline, memory_order_relaxed) <= now;
         /* Draining: an idle or lingering connection goes once the kernel has delivered all it
          * holds for it (SIOCOUTQ: unsent plus unacknowledged bytes). The process exits when the
          * last connection is gone, and bytes still queued could then be lost (a container's
          * network namespace goes with it); the tick re-checks until the queue is empty. */
         int queued = 0;
-        bool drained = !expired && idle_too && (a == ARMED_IDLE || a == ARMED_LINGER) &&
+        bool drained = !expired && idle_too && (st == CS_IDLE || st == CS_LINGERING) &&
                        ioctl(c->eh.fd, SIOCOUTQ, &queued) == 0 && queued == 0;
         /* The CAS loses against a thread that took the connection meanwhile. The list lock
-         * keeps the fd open while we shut it down; the shutdown wakes the handle, and the
-         * thread that gets the event sees ARMED_KILLED and closes it. */
-        if ((expired || drained) && atomic_compare_exchange_strong(&c->armed, &a, ARMED_KILLED))
+         * keeps the fd open while we shut it down; the shutdown wakes the handle (the socket,
+         * or the private set it is in), and the thread that gets the event closes it. */
+        if ((expired || drained) &&
+            atomic_compare_exchange_strong(&c->armed, &a, CONN_KILLED))
             shutdown(c->eh.fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&srv->conns_lock);
 }
 
-/* The response in flight is complete and the connection must close. Unless the client is known
- * to have nothing more to send, half-close and drain its input for a while, so that a reset
- * caused by unread data cannot destroy the response before the client has read it. */
-static void conn_finish_close(struct conn *c, bool linger)
+unsigned conn_gauges(struct server *srv, unsigned counts[])
 {
-    xd_abort(c, NULL);
-    /* While draining, the process exits as soon as the last connection is gone, and bytes still
-     * queued in the kernel could then be lost (a container's network namespace goes with it):
-     * linger, and let the drain sweep close the connection once its send queue is empty. */
-    if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
-        linger = true;
-    if (!linger) {
-        conn_close(c);
-        return;
+    static const uint8_t kind[CS_STATES] = {
+        [CS_IDLE] = GAUGE_IDLE,         [CS_HEAD] = GAUGE_READING,
+        [CS_BODY] = GAUGE_READING,      [CS_SENDING] = GAUGE_WRITING,
+        [CS_EXCHANGE] = GAUGE_HANDLER,  [CS_LINGERING] = GAUGE_CLOSING,
+    };
+    unsigned n = 0;
+    pthread_mutex_lock(&srv->conns_lock);
+    for (struct conn *c = srv->conns; c; c = c->next, n++) {
+        uint8_t a = atomic_load_explicit(&c->armed, memory_order_relaxed);
+        uint8_t st = atomic_load_explicit(&c->state, memory_order_relaxed);
+        if (a == CONN_KILLED)
+            counts[GAUGE_CLOSING]++;
+        else if (a == CONN_OWNED && st != CS_EXCHANGE)
+            counts[GAUGE_ACTIVE]++; /* a thread is on it now */
+        else
+            counts[kind[st < CS_STATES ? st : CS_IDLE]]++;
     }
-    c->tp->shutdown(c);
-    c->phase = PH_LINGER;
-    carry_put(c->in);
-    c->in = NULL;
-    conn_arm(c, EPOLLIN, ARMED_LINGER, LINGER_MS, false);
+    pthread_mutex_unlock(&srv->conns_lock);
+    return n;
 }
 
-static void conn_linger(struct conn *c)
-{
-    char buf[16384];
-    for (int i = 0; i < 16; i++) {
-        ssize_t n = c->tp->read(c, buf, sizeof(buf));
-        if (n == -EAGAIN)
-            break;
-        if (n <= 0) {
-            conn_close(c); /* the client closed too (or reset): done */
-            return;
-        }
-    }
-    /* Drained for now, or this event's share is used up while the client is still sending:
-     * wait for more, within the deadline set when lingering began. */
-    conn_arm(c, EPOLLIN, ARMED_LINGER, LINGER_MS, true);
-}
+/* ---- sending (the sink) ---------------------------------------------------------------------- */
 
-/* ---- sending ------------------------------------------------------------------------------ */
-
-/* Send what is parked: the carried bytes, then the file. Returns 0 when everything is sent,
+/* Send what is queued: the carried bytes, then the file. Returns 0 when everything is sent,
  * -EAGAIN when the socket is full (or this event's budget is spent), or -errno. */
-int conn_flush(struct conn *c, struct worker *w)
+static int conn_flush(struct conn *c, struct worker *w)
 {
     size_t budget = FLUSH_BUDGET;
     while (c->out) {
@@ -298,6 +372,7 @@ int conn_flush(struct conn *c, struct worker *w)
         if (c->out->off == c->out->len) {
             carry_put(c->out);
             c->out = NULL;
+            c->gathered = false;
         }
     }
     while (c->file_left > 0) {
@@ -315,21 +390,6 @@ int conn_flush(struct conn *c, struct worker *w)
     }
     conn_drop_file(c);
     return 0;
-}
-
-/* Append Content-Length (unless the status forbids a body), Connection and the blank line. */
-static void finish_head(struct http_exchange *ex, struct response *r, uint64_t body_len)
-{
-    if (ex->conn->ssl)
-        tls_http_add_headers(ex, r);
-    if (!r->has_length && !http_status_has_no_body(r->status))
-        resp_header_u64(r, "Content-Length", 14, body_len);
-    if (!ex->keep_alive)
-        RESP_LIT(r, "Connection: close\r\n\r\n");
-    else if (ex->req ? ex->req->http_minor == 0 : ex->conn->xd && ex->conn->xd->http_minor == 0)
-        RESP_LIT(r, "Connection: keep-alive\r\n\r\n");
-    else
-        RESP_LIT(r, "\r\n");
 }
 
 /* Keep a whole response for one write with the responses to the requests that follow it in
@@ -354,9 +414,8 @@ static bool gather_append(struct conn *c, const struct iovec *iov, int iovcnt, s
     return true;
 }
 
-/* Write the gathered responses. What the socket does not take stays parked (`sending`).
- * Returns 0 or -errno. */
-static int conn_flush_gathered(struct conn *c, struct worker *w)
+/* Write the gathered responses; what the socket does not take stays queued. 0 or -errno. */
+static int flush_gathered(struct conn *c, struct worker *w)
 {
     c->gathered = false;
     struct iovec iov = { c->out->data + c->out->off, c->out->len - c->out->off };
@@ -370,17 +429,15 @@ static int conn_flush_gathered(struct conn *c, struct worker *w)
     if (c->out->off == c->out->len) {
         carry_put(c->out);
         c->out = NULL;
-    } else {
-        c->sending = true;
     }
     return 0;
 }
 
-/* One write of the gathered bytes (`parked` of them) followed by iov[]. Kept apart so that
- * the common path of conn_send_or_park has no array on its stack. */
-static __attribute__((noinline)) ssize_t write_behind_gathered(struct conn *c, size_t parked,
-                                                               const struct iovec *iov,
-                                                               int iovcnt, bool more)
+/* One write of the queued bytes (`parked` of them) followed by iov[]. Kept apart so that the
+ * common path of sink_send has no array on its stack. */
+static __attribute__((noinline)) ssize_t write_behind(struct conn *c, size_t parked,
+                                                      const struct iovec *iov, int iovcnt,
+                                                      bool more)
 {
     struct iovec all[SEND_IOV_MAX];
     int n = 0;
@@ -390,50 +447,11 @@ static __attribute__((noinline)) ssize_t write_behind_gathered(struct conn *c, s
     return c->tp->writev(c, all, n, more);
 }
 
-/* Write iov[] at once (behind any gathered responses, in the same write); park whatever the
- * socket did not take. Returns 0 or -errno. */
-int conn_send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, bool more)
+/* Queue what the socket did not take of iov[] (`written` bytes of it went out), behind the
+ * `parked` bytes still queued. 0 or -ENOMEM. */
+static int queue_rest(struct conn *c, const struct iovec *iov, int iovcnt, size_t total,
+                      size_t written, size_t parked)
 {
-    struct conn *c = ex->conn;
-    size_t total = 0;
-    for (int i = 0; i < iovcnt; i++)
-        total += iov[i].iov_len;
-    if (c->gather && !more && !c->xd && !c->sending && gather_append(c, iov, iovcnt, total))
-        return 0;
-    if (c->gathered && iovcnt >= SEND_IOV_MAX) {
-        int rc = conn_flush_gathered(c, ex->w); /* cannot happen: callers send <= 3 pieces */
-        if (rc < 0)
-            return rc;
-    }
-    /* Bytes already parked (an interim 100 Continue) go first: queue behind them. Gathered
-     * bytes go out in the same write as this response. */
-    size_t parked = c->out ? c->out->len - c->out->off : 0;
-    size_t written = 0; /* of iov[] */
-    if (!parked) {
-        ssize_t sent = c->tp->writev(c, iov, iovcnt, more);
-        if (sent < 0 && sent != -EAGAIN)
-            return (int)sent;
-        if (sent < 0)
-            sent = 0;
-        atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)sent, memory_order_relaxed);
-        written = (size_t)sent;
-    } else if (c->gathered) {
-        ssize_t sent = write_behind_gathered(c, parked, iov, iovcnt, more);
-        c->gathered = false;
-        if (sent < 0 && sent != -EAGAIN)
-            return (int)sent;
-        if (sent < 0)
-            sent = 0;
-        atomic_fetch_add_explicit(&ex->w->stats.bytes_out, (uint64_t)sent, memory_order_relaxed);
-        size_t from_out = (size_t)sent < parked ? (size_t)sent : parked;
-        c->out->off += (uint32_t)from_out;
-        parked -= from_out;
-        if (!parked) {
-            carry_put(c->out);
-            c->out = NULL;
-        }
-        written = (size_t)sent - from_out;
-    }
     size_t left = total - written;
     if (left == 0)
         return 0;
@@ -459,686 +477,785 @@ int conn_send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, b
         skip = 0;
     }
     c->out = out;
-    c->sending = true;
     return 0;
 }
 
-void conn_note_response(struct http_exchange *ex, int status)
+static int sink_send(struct sink *s, struct worker *w, const struct iovec *iov, int iovcnt,
+                     unsigned flags)
 {
-    ex->responded = true;
-    ex->status = status;
-    if (!ex->keep_alive)
-        ex->conn->close_after = true;
-    if (ex->conn->xd) {
-        ex->conn->xd->responded = true;
-        ex->conn->xd->status = status;
+    struct conn *c = conn_of(s);
+    bool more = flags & SEND_MORE;
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    if (c->gather && (flags & SEND_WHOLE) && !sending(c) && gather_append(c, iov, iovcnt, total))
+        return 0;
+    assert(!c->gathered || iovcnt < SEND_IOV_MAX); /* callers send at most 3 pieces */
+    /* Bytes already queued (an interim 100 Continue, a stream piece) go first: queue behind
+     * them. Gathered bytes go out in the same write as this response. */
+    size_t parked = c->out ? c->out->len - c->out->off : 0;
+    size_t written = 0; /* of iov[] */
+    if (!parked) {
+        ssize_t sent = c->tp->writev(c, iov, iovcnt, more);
+        if (sent < 0 && sent != -EAGAIN)
+            return (int)sent;
+        written = sent < 0 ? 0 : (size_t)sent;
+        atomic_fetch_add_explicit(&w->stats.bytes_out, written, memory_order_relaxed);
+    } else if (c->gathered) {
+        ssize_t sent = write_behind(c, parked, iov, iovcnt, more);
+        c->gathered = false;
+        if (sent < 0 && sent != -EAGAIN)
+            return (int)sent;
+        if (sent < 0)
+            sent = 0;
+        atomic_fetch_add_explicit(&w->stats.bytes_out, (uint64_t)sent, memory_order_relaxed);
+        size_t from_out = (size_t)sent < parked ? (size_t)sent : parked;
+        c->out->off += (uint32_t)from_out;
+        parked -= from_out;
+        if (!parked) {
+            carry_put(c->out);
+            c->out = NULL;
+        }
+        written = (size_t)sent - from_out;
     }
-    atomic_fetch_add_explicit(&ex->w->stats.requests, 1, memory_order_relaxed);
+    return queue_rest(c, iov, iovcnt, total, written, parked);
 }
 
-int ex_send(struct http_exchange *ex, struct response *r, const void *body, size_t len)
+static int sink_send_file(struct sink *s, struct worker *w, int fd, off_t off, off_t len,
+                          void (*release)(void *ref), void *ref)
 {
-    if (r->overflow)
-        return ex_send_error(ex, 500);
-    if (len > CARRY_MAX - RESP_HEAD_MAX)
-        return ex_send_error(ex, 500); /* in-memory bodies are small by contract */
-    finish_head(ex, r, len);
-    if (r->overflow)
-        return ex_send_error(ex, 500);
-    conn_note_response(ex, r->status);
-    if (ex->conn->xd)
-        ex->conn->xd->done = true; /* a whole response ends a deferred exchange */
-    struct iovec iov[2] = { { r->buf, r->len }, { (void *)(uintptr_t)body, len } };
-    bool with_body = len && !ex->head_only && !http_status_has_no_body(r->status);
-    ex->body_bytes = with_body ? len : 0;
-    if (ex->conn->xd)
-        ex->conn->xd->body_bytes = ex->body_bytes;
-    return conn_send_or_park(ex, iov, with_body ? 2 : 1, false);
-}
-
-int ex_send_file_ref(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len,
-                     void (*release)(void *ref), void *ref)
-{
-    struct conn *c = ex->conn;
-    /* Hand the file to the connection first, so every path below releases it exactly once. */
+    struct conn *c = conn_of(s);
+    assert(c->file_fd < 0);
     c->file_fd = fd;
     c->file_release = release;
     c->file_ref = ref;
     c->file_off = off;
-    c->file_left = 0;
-    if (r->overflow) {
+    c->file_left = len;
+    if (c->out)
+        return 0; /* the head is queued: the file follows it once the socket has room */
+    int rc = conn_flush(c, w);
+    if (rc == -EAGAIN)
+        return 0;
+    if (rc < 0)
         conn_drop_file(c);
-        return ex_send_error(ex, 500);
+    return rc;
+}
+
+static bool sink_blocked(const struct sink *s)
+{
+    return sending(conn_of(s));
+}
+
+/* ---- closing -------------------------------------------------------------------------------- */
+
+/* The response in flight is complete and the connection must close. Unless the client is known
+ * to have nothing more to send, half-close and drain its input for a while, so that a reset
+ * caused by unread data cannot destroy the response before the client has read it. */
+static void conn_finish(struct conn *c, bool linger)
+{
+    assert(!c->xd && !sending(c));
+    /* While draining, the process exits as soon as the last connection is gone, and bytes still
+     * queued in the kernel could then be lost (a container's network namespace goes with it):
+     * linger, and let the drain sweep close the connection once its send queue is empty. */
+    if (!linger && !draining(c)) {
+        conn_close(c);
+        return;
     }
-    finish_head(ex, r, len);
-    if (r->overflow) {
-        conn_drop_file(c);
-        return ex_send_error(ex, 500);
-    }
-    conn_note_response(ex, r->status);
-    ex->body_bytes = ex->head_only ? 0 : len;
-    if (c->xd) {
-        c->xd->done = true;
-        c->xd->body_bytes = ex->body_bytes;
-    }
-    if (ex->head_only || len == 0) {
-        conn_drop_file(c);
-        struct iovec iov = { r->buf, r->len };
-        return conn_send_or_park(ex, &iov, 1, false);
-    }
-    if (len <= SMALL_FILE_MAX) {
-        char body[SMALL_FILE_MAX];
-        ssize_t n = pread(fd, body, len, off);
-        conn_drop_file(c);
-        if (n < 0)
-            return -errno;
-        if ((size_t)n < len) {
-            /* Shrank since fstat: send what exists and close, so the client sees it is short. */
-            ex->keep_alive = false;
-            c->close_after = true;
+    c->tp->shutdown(c);
+    carry_put(c->in);
+    c->in = NULL;
+    c->in_body = false;
+    conn_park(c, CS_LINGERING, EPOLLIN, now_ms() + LINGER_MS);
+}
+
+static void step_linger(struct conn *c)
+{
+    char buf[16384];
+    for (int i = 0; i < 16; i++) {
+        ssize_t n = c->tp->read(c, buf, sizeof(buf));
+        if (n == -EAGAIN)
+            break;
+        if (n <= 0) {
+            conn_close(c); /* the client closed too (or reset): done */
+            return;
         }
-        struct iovec iov[2] = { { r->buf, r->len }, { body, (size_t)n } };
-        return conn_send_or_park(ex, iov, 2, false);
     }
-    c->file_left = (off_t)len;
-    struct iovec iov = { r->buf, r->len };
-    int rc = conn_send_or_park(ex, &iov, 1, true);
-    if (rc < 0 || c->sending)
-        return rc; /* the head is parked; the file follows it on EPOLLOUT */
-    rc = conn_flush(c, ex->w);
-    if (rc == -EAGAIN) {
-        c->sending = true;
+    /* Drained for now, or this event's share is used up while the client is still sending:
+     * wait for more, within the deadline set when lingering began. */
+    conn_park(c, CS_LINGERING, EPOLLIN, DEADLINE_KEEP);
+}
+
+/* ---- the deferred exchange ----------------------------------------------------------------- */
+
+/* After the exchange layer ran a callback that returned `rc`: close on failure, and end the
+ * exchange when it is done (an internal redirect may start the next one). Returns false when
+ * the connection is gone. */
+static bool exchange_after(struct conn *c, struct worker *w, int rc)
+{
+    if (rc < 0) {
+        conn_close(c); /* aborts the exchange */
+        return false;
+    }
+    if (c->body_on_hold && c->xd && (c->xd->wants & DW_BODY)) {
+        c->body_on_hold = false; /* it reads the body: 100 Continue went out (ex_want_body) */
+        body_begins(c);
+    }
+    while (c->xd && c->xd->done) {
+        struct sink_deferral *d = c->xd;
+        struct served next;
+        c->xd = NULL;
+        c->body_on_hold = false; /* never asked for: the connection closes after it */
+        rc = layer(c)->end(d, w, &next);
+        c->xd = next.deferred;
+        if (next.close)
+            c->close_after = CLOSE_LINGER;
+        if (rc < 0) {
+            conn_close(c);
+            return false;
+        }
+    }
+    if (!c->xd && draining(c) && !c->close_after)
+        c->close_after = CLOSE_LINGER;
+    return true;
+}
+
+/* Arm the private set: the socket's interest inside it, then the set itself in the shared
+ * handle set. */
+static void watch_set_park(struct conn *c)
+{
+    struct sink_deferral *d = c->xd;
+    uint32_t ev = EPOLLRDHUP; /* the client leaving ends the exchange */
+    if ((d->wants & DW_BODY) && c->in_body)
+        ev |= EPOLLIN;
+    if (sending(c) || (d->wants & DW_WRITABLE))
+        ev |= EPOLLOUT;
+    if (c->tp_want) {
+        ev = EPOLLRDHUP | c->tp_want;
+        c->tp_want = 0;
+    }
+    struct epoll_event e = { .events = ev, .data.ptr = &c->eh };
+    int64_t deadline = (ev & EPOLLIN)    ? body_deadline(c)
+                       : (ev & EPOLLOUT) ? now_ms() + c->rt->cfg.timeout_send
+                                         : NO_DEADLINE; /* the handler times itself */
+    struct handle_set *hs = c->listener->hs;
+    atomic_store_explicit(&c->deadline, deadline, memory_order_relaxed);
+    set_state(c, CS_EXCHANGE);
+    int rc = epoll_ctl(d->watch_set.fd, EPOLL_CTL_MOD, c->eh.fd, &e) < 0 ? -errno : 0;
+    if (rc == 0) {
+        atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
+        rc = hs_rearm(hs, &d->watch_set, EPOLLIN);
+        if (rc == -ENOENT)
+            rc = hs_add(hs, &d->watch_set, EPOLLIN);
+    }
+    if (rc < 0) {
+        log_error("epoll_ctl (watched handles): %s", strerror(-rc));
+        atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
+        conn_close(c);
+    }
+}
+
+static void exchange_wake(struct timer_entry *t, struct worker *w);
+
+/* The deferred exchange waits: arm what wakes it. */
+static void exchange_wait(struct conn *c, struct worker *w)
+{
+    struct sink_deferral *d = c->xd;
+    assert(!d->done);
+    if (d->wants & DW_HELD) {
+        set_state(c, CS_EXCHANGE);
+        layer(c)->hold(d); /* its holder owns it from here */
+        return;
+    }
+    if ((d->wants & DW_BODY) && c->in_body && c->in && w) {
+        step_read(c, w); /* body bytes already carried: deliver them first */
+        return;
+    }
+    if (d->watch_set.fd >= 0) {
+        watch_set_park(c);
+        return;
+    }
+    if (sending(c) || (d->wants & DW_WRITABLE)) {
+        conn_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send);
+    } else if (d->wants & DW_TIMER) {
+        set_state(c, CS_EXCHANGE);
+        d->timer.fire = exchange_wake;
+        if (timer_add(&conn_srv(c)->timers, &d->timer, d->wake) < 0)
+            conn_close(c); /* (otherwise the timer owns it from here) */
+    } else {
+        assert(d->wants & DW_BODY);
+        conn_park(c, CS_EXCHANGE, EPOLLIN, body_deadline(c));
+    }
+}
+
+/* An event of its exchange's: while draining, the response it still sends is the
+ * connection's last. */
+static void exchange_event(struct conn *c)
+{
+    if (draining(c))
+        c->xd->close = true;
+}
+
+/* An ex_sleep() timer expired: the timer's thread owns the connection. */
+static void exchange_wake(struct timer_entry *t, struct worker *w)
+{
+    struct sink_deferral *d =
+        (struct sink_deferral *)((char *)t - offsetof(struct sink_deferral, timer));
+    struct conn *c = conn_of(d->sink);
+    exchange_event(c);
+    if (exchange_after(c, w, layer(c)->writable(d, w)))
+        conn_next(c, w);
+}
+
+/* The socket's part of an exchange's event. Returns false when the connection was handed on
+ * (closed, or its body read took over). */
+static bool exchange_socket(struct conn *c, struct worker *w, uint32_t events)
+{
+    struct sink_deferral *d = c->xd;
+    if (sending(c)) {
+        int rc = conn_flush(c, w);
+        if (rc < 0 && rc != -EAGAIN) {
+            conn_close(c);
+            return false;
+        }
+        if (rc == -EAGAIN)
+            return true;
+    }
+    if ((d->wants & DW_BODY) && c->in_body && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        step_read(c, w);
+        return false;
+    }
+    if (d->wants & DW_WRITABLE)
+        return exchange_after(c, w, layer(c)->writable(d, w));
+    if (events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+        conn_close(c); /* the client went away while its exchange ran */
+        return false;
+    }
+    return true;
+}
+
+static void step_exchange(struct conn *c, struct worker *w, uint32_t events)
+{
+    assert(c->xd);
+    exchange_event(c);
+    if (exchange_socket(c, w, events))
+        conn_next(c, w);
+}
+
+/* The private set is ready: run its events one at a time (a callback may remove the handle of
+ * the next one), the socket's among them. */
+static void watch_set_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+{
+    struct sink_deferral *d =
+        (struct sink_deferral *)((char *)eh - offsetof(struct sink_deferral, watch_set));
+    struct conn *c = conn_of(d->sink);
+    (void)events;
+    if (atomic_exchange_explicit(&c->armed, CONN_OWNED, memory_order_acq_rel) == CONN_KILLED) {
+        conn_close(c); /* expired by the timer sweep */
+        return;
+    }
+    assert(atomic_load_explicit(&c->state, memory_order_relaxed) == CS_EXCHANGE);
+    exchange_event(c);
+    for (int i = 0; i < WATCH_EVENTS_MAX && c->xd == d && d->watch_set.fd >= 0; i++) {
+        struct epoll_event ev;
+        if (epoll_wait(d->watch_set.fd, &ev, 1, 0) != 1)
+            break;
+        if (ev.data.ptr == &c->eh) {
+            if (!exchange_socket(c, w, ev.events))
+                return;
+            continue;
+        }
+        struct ex_watch *x = ev.data.ptr;
+        if (!exchange_after(c, w, layer(c)->watch_event(d, w, x, ev.events)))
+            return;
+    }
+    conn_next(c, w); /* what is still ready fires again: the set is level-triggered */
+}
+
+/* ---- watched handles (the sink) ------------------------------------------------------------ */
+
+/* The exchange watches its first descriptor: a private set takes the socket and it. */
+static int watch_set_open(struct conn *c)
+{
+    struct sink_deferral *d = c->xd;
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    /* The socket leaves the shared set (its owner holds it: no event of it is in flight). */
+    hs_del(c->listener->hs, &c->eh);
+    struct epoll_event e = { .events = EPOLLRDHUP, .data.ptr = &c->eh };
+    if (epoll_ctl(fd, EPOLL_CTL_ADD, c->eh.fd, &e) < 0) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    d->watch_set.fd = fd;
+    d->watch_set.ops = &watch_set_ops;
+    return 0;
+}
+
+/* Register `x`, or change its interest. A descriptor with no interest leaves the set: a hang-up
+ * (always reported) must not wake a handle its exchange does not want to hear from now. */
+static int sink_watch(struct sink *s, struct ex_watch *x)
+{
+    struct conn *c = conn_of(s);
+    struct sink_deferral *d = c->xd;
+    if (d->watch_set.fd < 0) {
+        int rc = watch_set_open(c);
+        if (rc < 0)
+            return rc;
+    }
+    if (!x->registered) {
+        x->registered = true;
+        d->nwatch++;
+        x->armed = false;
+    }
+    int op = x->events ? (x->armed ? EPOLL_CTL_MOD : EPOLL_CTL_ADD) : EPOLL_CTL_DEL;
+    if (!x->events && !x->armed)
+        return 0;
+    struct epoll_event e = { .events = x->events, .data.ptr = x };
+    if (epoll_ctl(d->watch_set.fd, op, x->fd, &e) < 0)
+        return -errno;
+    x->armed = x->events != 0;
+    return 0;
+}
+
+static void sink_unwatch(struct sink *s, struct ex_watch *x)
+{
+    struct conn *c = conn_of(s);
+    struct sink_deferral *d = c->xd;
+    if (x->armed)
+        epoll_ctl(d->watch_set.fd, EPOLL_CTL_DEL, x->fd, NULL);
+    x->armed = x->registered = false;
+    if (--d->nwatch == 0)
+        watch_set_close(c); /* the socket returns to the shared set when next parked */
+}
+
+static void sink_release(struct sink *s)
+{
+    struct conn *c = conn_of(s);
+    exchange_wait(c, NULL); /* the holder's last touch */
+}
+
+static int sink_local_address(const struct sink *s, struct sockaddr_in6 *out)
+{
+    struct sockaddr_storage local;
+    socklen_t len = sizeof(local);
+    if (getsockname(conn_of(s)->eh.fd, (struct sockaddr *)&local, &len) < 0)
+        return -errno;
+    if (local.ss_family == AF_INET6) {
+        memcpy(out, &local, sizeof(*out));
         return 0;
     }
-    return rc;
+    const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)&local;
+    *out = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = in4->sin_port };
+    out->sin6_addr.s6_addr[10] = out->sin6_addr.s6_addr[11] = 0xff;
+    memcpy(&out->sin6_addr.s6_addr[12], &in4->sin_addr, 4);
+    return 0;
 }
 
-int ex_send_file(struct http_exchange *ex, struct response *r, int fd, off_t off, size_t len)
-{
-    return ex_send_file_ref(ex, r, fd, off, len, NULL, NULL);
-}
+static const struct sink_ops conn_sink_ops = {
+    .send = sink_send,
+    .send_file = sink_send_file,
+    .blocked = sink_blocked,
+    .watch = sink_watch,
+    .unwatch = sink_unwatch,
+    .release = sink_release,
+    .local_address = sink_local_address,
+};
 
-int ex_send_error(struct http_exchange *ex, int status)
-{
-    char head[RESP_HEAD_MAX];
-    char page[512];
-    struct response r;
-    resp_begin(&r, head, sizeof(head), status, ex->date);
-    if (status == 405 || status == 501)
-        RESP_LIT(&r, "Allow: GET, HEAD, OPTIONS\r\n");
-    if (status >= 400 && (status == 400 || status == 408 || status == 413 || status == 414 ||
-                          status == 431 || status == 505 || status == 501))
-        ex->keep_alive = false; /* framing may be in doubt: answer, then close */
-    size_t n = http_error_page(status, page, sizeof(page));
-    RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
-    return ex_send(ex, &r, page, n);
-}
+/* ---- transitions ---------------------------------------------------------------------------- */
 
-/* ---- receiving and dispatching ------------------------------------------------------------ */
-
-const char *conn_thread_date(struct worker *w)
+/* The owner is done with what it was doing: decide what the connection waits for next — its
+ * exchange, room for queued output, the end of a closing response, or the next request — and
+ * hand it to whatever wakes it. The owner's last touch of the connection. */
+static void conn_next(struct conn *c, struct worker *w)
 {
-    time_t now = time(NULL);
-    if (now != w->date_sec) {
-        http_date_format(now, w->date);
-        w->date_sec = now;
+    if (c->xd) {
+        exchange_wait(c, w);
+    } else if (sending(c)) {
+        if (c->close_after)
+            c->close_after = CLOSE_LINGER; /* more input may arrive meanwhile */
+        conn_park(c, CS_SENDING, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send);
+    } else if (c->close_after && !c->in_body) {
+        conn_finish(c, c->close_after == CLOSE_LINGER || c->in);
+    } else if (c->in && w) {
+        step_read(c, w); /* requests that came while the last one was answered */
+    } else if (!c->in_body && draining(c) && c->requests) {
+        conn_finish(c, true); /* between requests while draining: close, gracefully */
+    } else {
+        park_reading(c, c->in ? c->in->len - c->in->off : 0);
     }
-    return w->date;
 }
 
-/* Answer one request whose head has been parsed. */
-static int serve_request(struct conn *c, struct worker *w, struct http_request *req,
-                         bool body_follows, uint8_t redirects)
+static void step_send(struct conn *c, struct worker *w)
 {
-    struct server *srv = c->srv;
-    char path[EX_PATH_MAX]; /* deliberately not initialised: filled by the router */
-    struct http_exchange ex = {
-        .path = path,
-        .conn = c,
-        .w = w,
-        .srv = srv,
-        .rt = c->rt,
-        .req = req,
-        .date = conn_thread_date(w),
-        .head_only = req->method == HTTP_HEAD,
-        .keep_alive = req->keep_alive && !atomic_load_explicit(&srv->draining,
-                                                               memory_order_relaxed),
-        .redirects = redirects,
-    };
-    /* A client waiting for 100-continue that gets a final answer may never send the body, so
-     * the body's framing is in doubt: close after the response. */
-    if (body_follows && req->expect_continue)
-        ex.keep_alive = false;
-    netaddr_real_client(&c->rt->cfg.trusted_proxies, c->rt->cfg.real_ip_forwarded,
-                        &c->peer_addr, req, &ex.client_addr);
-    int status = !c->ssl && c->rt->cfg.tls_redirect_http ? tls_http_redirect(&ex)
-                                                         : router_dispatch(&ex);
-    /* A handler returns -1 when sending failed after it responded (e.g. the file shrank under
-     * sendfile): the promised length cannot be kept, so the connection must close. */
-    int rc = status < 0 ? -1 : 0;
-    if (c->xd && !ex.responded && status >= 400)
-        xd_free(c); /* deferred, then failed after all: answer with the error */
-    else if (c->xd && status < 0)
-        return -1; /* the deferred exchange's connection failed: close (and abort it) */
-    if (!ex.responded && !c->xd) {
-        status = status >= 400 ? status : 500;
-        rc = static_send_error_page(&ex, status);
-        if (rc == -1)
-            rc = ex_send_error(&ex, status);
+    int rc = conn_flush(c, w);
+    if (rc == -EAGAIN) {
+        conn_park(c, CS_SENDING, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send);
+        return;
     }
-    if (!c->xd)
-        access_log_write(&ex); /* a deferred exchange is logged when it ends */
-    c->requests++;
-    if (!ex.keep_alive)
-        c->close_after = true;
-    return rc;
+    if (rc < 0) {
+        conn_close(c);
+        return;
+    }
+    conn_next(c, w);
 }
 
-/* Answer a request that failed to parse, then close. */
-static int serve_parse_error(struct conn *c, struct worker *w, int status)
+/* ---- reading and answering ------------------------------------------------------------------ */
+
+/* Keep in->buf[pos..have) for the next step. Returns false when out of memory. */
+static bool stash_input(struct conn *c, struct input *in)
 {
-    struct http_exchange ex = {
-        .conn = c, .w = w, .srv = c->srv, .rt = c->rt, .req = NULL, .date = conn_thread_date(w),
-        .keep_alive = false, .client_addr = c->peer_addr,
+    size_t len = in->have - in->pos;
+    assert(!c->in);
+    if (len == 0)
+        return true;
+    c->in = carry_dup(in->buf + in->pos, len);
+    return c->in != NULL;
+}
+
+/* Stop serving this buffer: write what was gathered, keep the rest, move on. */
+static enum step stop_reading(struct conn *c, struct worker *w, struct input *in)
+{
+    if (c->gathered && flush_gathered(c, w) < 0) {
+        conn_close(c);
+        return HANDED_ON;
+    }
+    if (c->close_after == CLOSE_CLEAN && (in->pos < in->have || in->may_read))
+        c->close_after = CLOSE_LINGER; /* the client may have sent more: do not reset it */
+    if (!stash_input(c, in)) {
+        conn_close(c);
+        return HANDED_ON;
+    }
+    conn_next(c, w);
+    return HANDED_ON;
+}
+
+static struct request_ctx request_ctx_of(struct conn *c, const struct http_request *req,
+                                         bool body_follows)
+{
+    return (struct request_ctx){
+        .srv = conn_srv(c), .rt = c->rt, .req = req, .peer_addr = c->peer_addr,
+        .peer_port = c->peer_port, .tls = c->ssl != NULL, .body_follows = body_follows,
+        .https_port = atomic_load_explicit(&conn_srv(c)->https_port, memory_order_relaxed),
+        .closing = draining(c) || c->close_after,
     };
-    c->close_after = true;
-    int rc = ex_send_error(&ex, status);
-    access_log_write(&ex);
-    return rc;
 }
 
 /* Answer a request that cannot be served (parse error, broken body) and close the connection
  * once the answer is sent, lingering so the client can read it even while it is still sending. */
 static void fail_and_close(struct conn *c, struct worker *w, int status)
 {
-    if (serve_parse_error(c, w, status) < 0) {
+    assert(!c->xd);
+    struct request_ctx rc = request_ctx_of(c, NULL, false);
+    if (layer(c)->error(&c->sink, w, &rc, status) < 0) {
         conn_close(c);
         return;
     }
-    c->phase = PH_HEAD; /* the rest of any body is drained by the lingering read */
-    if (c->sending) {
-        conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
-        return;
-    }
-    conn_finish_close(c, true);
+    c->in_body = false; /* the rest of any body is drained by the lingering read */
+    c->close_after = CLOSE_LINGER;
+    carry_put(c->in);
+    c->in = NULL;
+    conn_next(c, w);
 }
 
-/* Keep buf[0..len) for the next event. Returns false when out of memory. */
-static bool stash_input(struct conn *c, const char *buf, size_t len)
-{
-    if (len == 0)
-        return true;
-    c->in = carry_dup(buf, len);
-    return c->in != NULL;
-}
-
-/* ---- deferred exchanges (stream.c) -------------------------------------------------------- */
-
-/* A deferred exchange is in progress and the connection has nothing to do for it now: hand it
- * to whatever continues the exchange. This is the thread's last touch of the connection. */
-static void conn_wait_deferred(struct conn *c, struct worker *w)
-{
-    const struct config *cfg = &c->rt->cfg;
-    if (c->xd->flags & EX_TAKE_CONN) {
-        atomic_store_explicit(&c->view, CV_HANDLER, memory_order_relaxed);
-        c->xd->handed_over = true;
-        /* The hand-over: from here the handler owns `c`. If it refuses (-1), it has released
-         * its state and the connection is ours to close. */
-        if (xd_writable(c, w) < 0)
-            conn_close(c);
-        return;
-    }
-    if (c->sending) {
-        conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
-    } else if (c->xd->wake) {
-        atomic_store_explicit(&c->view, CV_HANDLER, memory_order_relaxed);
-        if (xd_schedule(c) < 0) /* parked: the timer owns `c` from here */
-            conn_close(c);
-    } else if (xd_reads_body(c)) {
-        conn_arm_until(c, EPOLLIN, ARMED_BUSY, body_deadline(c));
-    } else {
-        conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false); /* yield, then writable() */
-    }
-}
-
-/* Keep the unread input and wait until the response in flight can be sent (the thread's last
- * touch of the connection). */
-static void park_for_send(struct conn *c, const char *rest, size_t len)
-{
-    if (!stash_input(c, rest, len)) {
-        conn_close(c);
-        return;
-    }
-    conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
-}
-
-/* Keep the unread input (the next request, or the body a handler reads) and hand the
- * connection to its deferred exchange; closing it on failure aborts the exchange. */
-static void park_for_exchange(struct conn *c, struct worker *w, const char *rest, size_t len)
-{
-    if (!stash_input(c, rest, len)) {
-        conn_close(c);
-        return;
-    }
-    conn_wait_deferred(c, w);
-}
-
-static void conn_serve(struct conn *c, struct worker *w);
-
-/* Continue a connection whose owner has just changed (a callback returned, a handler gave it
- * back): wait for the deferred exchange, send what is parked, or read the next request. */
-static void conn_resume(struct conn *c, struct worker *w)
-{
-    if (c->xd) {
-        conn_wait_deferred(c, w);
-        return;
-    }
-    if (c->sending) {
-        conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
-        return;
-    }
-    if (c->close_after && c->phase == PH_HEAD) {
-        conn_finish_close(c, true);
-        return;
-    }
-    conn_serve(c, w);
-}
-
-/* After a callback of the deferred exchange returned `rc`. */
-static void conn_after_callback(struct conn *c, struct worker *w, int rc)
-{
-    if (rc < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->xd && c->xd->done) {
-        xd_finish(c, w);
-        if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
-            c->close_after = true;
-    }
-    conn_resume(c, w);
-}
-
-void conn_wake(struct conn *c, struct worker *w)
-{
-    conn_after_callback(c, w, xd_writable(c, w));
-}
-
-void conn_handback(struct conn *c, struct worker *w, enum conn_handback_how how,
-                   const struct conn_redirect *redirect)
-{
-    struct ex_deferred saved = *c->xd;
-    if (how == HANDBACK_CLOSE)
-        xd_abort(c, w); /* logged as what was answered, or 499 */
-    else
-        xd_finish(c, w);
-    if (how == HANDBACK_CLOSE) {
-        conn_close(c);
-        return;
-    }
-    if (atomic_load_explicit(&c->srv->draining, memory_order_relaxed))
-        c->close_after = true;
-    if (how == HANDBACK_REDIRECT) {
-        /* An internal GET (RFC 3875 6.2.2): the request is rebuilt from the target and Host. */
-        struct http_request req;
-        HTTP_REQUEST_CLEAR(&req);
-        req.method = saved.head_only ? HTTP_HEAD : HTTP_GET;
-        req.method_name = saved.head_only ? SV("HEAD") : SV("GET");
-        req.http_major = 1;
-        req.http_minor = saved.http_minor;
-        req.keep_alive = saved.keep_alive && !c->close_after;
-        req.target = (struct strview){ redirect->target, redirect->target_len };
-        const char *q = memchr(redirect->target, '?', redirect->target_len);
-        req.path = (struct strview){ redirect->target,
-                                     q ? (size_t)(q - redirect->target) : redirect->target_len };
-        if (q)
-            req.query = (struct strview){ q + 1, redirect->target_len - req.path.len - 1 };
-        req.host = (struct strview){ redirect->host, redirect->host_len };
-        req.host_count = redirect->host_len > 0;
-        if (req.host_count)
-            req.headers[req.nheaders++] = (struct http_header){ SV("Host"), req.host };
-        if (serve_request(c, w, &req, false, (uint8_t)(saved.redirects + 1)) < 0) {
-            conn_close(c);
-            return;
-        }
-    }
-    conn_resume(c, w);
-}
-
-int conn_pump_body(struct conn *c, http_body_cb sink, void *arg)
-{
-    char buf[READ_BUF_SIZE];
-    size_t have = 0;
-    if (c->in) {
-        have = c->in->len - c->in->off;
-        memcpy(buf, c->in->data + c->in->off, have);
-        carry_put(c->in);
-        c->in = NULL;
-    }
-    if (have == 0) {
-        ssize_t n = c->tp->read(c, buf, sizeof(buf));
-        if (n == -EAGAIN)
-            return 0;
-        if (n <= 0)
-            return -1; /* the client closed (or failed) in the middle of the body */
-        have = (size_t)n;
-    }
-    struct http_request unused;
-    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &unused,
-                             .body = &c->body, .on_body = sink, .body_arg = arg };
-    size_t used = 0;
-    enum http_parse_result r = http_parse_body(&ps, buf, have, &used);
-    if (r == HTTP_PARSE_INCOMPLETE)
-        return 0;
-    if (r != HTTP_PARSE_DONE)
-        return -1;
-    c->phase = PH_HEAD;
-    if (used < have && !stash_input(c, buf + used, have - used))
-        return -1;
-    return 1;
-}
-
-struct body_sink {
+/* http_body_cb: request body bytes for the deferred exchange that reads them. Every byte the
+ * parser took goes to it, even after it said it wants no more (ex_want_body false): that
+ * holds for the next read, and the exchange keeps what one read brings. */
+struct body_delivery {
     struct conn *c;
     struct worker *w;
+    int rc;
 };
 
-/* http_body_cb: request body bytes for a deferred exchange that wants them. */
 static int deliver_body(void *arg, const char *data, size_t len)
 {
-    struct body_sink *bs = arg;
-    if (!bs->c->xd || bs->c->xd->done)
+    struct body_delivery *bd = arg;
+    struct sink_deferral *d = bd->c->xd;
+    if (!d || d->done)
         return 0; /* answered already: the rest of the body is discarded */
-    return xd_body(bs->c, bs->w, data, len, false) < 0 ? 500 : 0;
+    bd->rc = layer(bd->c)->body(d, bd->w, data, len, false);
+    return bd->rc < 0 ? 500 : 0; /* stops the parse; the connection closes below */
 }
 
-/* Read, parse and answer requests until the thread would have to wait. */
-static void conn_serve(struct conn *c, struct worker *w)
+/* Body bytes: delivered to the exchange that reads them, or discarded. */
+static enum step body_input(struct conn *c, struct worker *w, struct input *in)
 {
-    struct server *srv = c->srv;
-    const struct config *cfg = &c->rt->cfg;
-    char buf[READ_BUF_SIZE];
-    struct http_request req;
-    struct body_sink sink = { c, w };
-    struct http_parse ps = { .parser = &c->parser, .cfg = cfg, .req = &req, .body = &c->body,
-                             .body_arg = &sink };
-    size_t have = 0, pos = 0;
-    bool may_read = true;
+    struct http_request unused;
+    struct body_delivery bd = { c, w, 0 };
+    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &unused,
+                             .body = &c->body, .on_body = c->xd ? deliver_body : NULL,
+                             .body_arg = &bd };
+    size_t used = 0;
+    enum http_parse_result r = http_parse_body(&ps, in->buf + in->pos, in->have - in->pos, &used);
+    in->pos += used;
+    if (bd.rc < 0) {
+        conn_close(c);
+        return HANDED_ON;
+    }
+    int rc = 0;
+    if (r == HTTP_PARSE_DONE) {
+        c->in_body = false;
+        if (c->xd && !c->xd->done) /* it had every byte: it learns of the end too */
+            rc = layer(c)->body(c->xd, w, NULL, 0, true);
+    } else if (r == HTTP_PARSE_ERROR && c->xd && !c->xd->responded) {
+        /* A handler reading the body has not answered yet: the client learns why (413, 400),
+         * then the connection closes. */
+        c->in_body = false;
+        rc = layer(c)->fail(c->xd, w, ps.status);
+    } else if (r != HTTP_PARSE_INCOMPLETE) {
+        /* The response was already sent; a broken body leaves the framing unknown. */
+        c->in_body = false;
+        c->close_after = CLOSE_LINGER;
+        in->pos = in->have;
+        if (c->xd)
+            c->xd->close = true;
+    }
+    if (!exchange_after(c, w, rc))
+        return HANDED_ON;
+    return GO_ON;
+}
 
+/* A request head has been parsed: answer it. */
+static enum step answer(struct conn *c, struct worker *w, struct input *in,
+                        const struct http_request *req, struct http_parse *ps, bool body_follows)
+{
+    bool body_here = false; /* the whole body came with the head */
+    if (body_follows) {
+        /* Before answering, judge what has already arrived of the body (as nginx does): a body
+         * that is malformed or too large from its start is answered with 400 or 413 instead of
+         * a response to a request that was never valid. The check runs on a copy of the parser,
+         * so the bytes stay for a handler that reads the body; for the others they are
+         * discarded after the response, where an error can only close. */
+        llhttp_t probe = c->parser;
+        struct http_body_count probe_count = c->body;
+        struct http_parse check = *ps;
+        check.parser = &probe;
+        check.body = &probe_count;
+        check.on_body = NULL;
+        size_t checked = 0;
+        enum http_parse_result pr =
+            http_parse_body(&check, in->buf + in->pos, in->have - in->pos, &checked);
+        if (pr == HTTP_PARSE_ERROR) {
+            fail_and_close(c, w, check.status);
+            return HANDED_ON;
+        }
+        body_here = pr == HTTP_PARSE_DONE;
+    }
+    /* A client waiting for 100-continue that has not sent its body gets the final status
+     * instead and the connection closes: its body, if it sends it after all, is drained by the
+     * lingering close, not read as requests. A handler that reads the body sends 100 Continue
+     * itself (ex_want_body). */
+    if (body_follows && (!req->expect_continue || body_here))
+        body_begins(c);
+    else if (body_follows)
+        c->body_on_hold = true; /* until its exchange asks for it (and 100 Continue goes) */
+    /* More bytes after this request: its response may wait for the next ones, so that the
+     * answers to one read leave in one write. */
+    c->gather = in->pos < in->have && !body_follows;
+    struct request_ctx rc = request_ctx_of(c, req, body_follows && !body_here);
+    struct served out;
+    int r = layer(c)->request(&c->sink, w, &rc, &out);
+    c->gather = false;
+    c->requests++;
+    c->xd = out.deferred;
+    if (out.close)
+        c->close_after = CLOSE_CLEAN;
+    if (r < 0) {
+        conn_close(c);
+        return HANDED_ON;
+    }
+    if (!exchange_after(c, w, 0))
+        return HANDED_ON;
+    return GO_ON;
+}
+
+/* Parse a head from the buffer and answer it. */
+static enum step head_input(struct conn *c, struct worker *w, struct input *in)
+{
+    struct server *srv = conn_srv(c);
+    if (atomic_load_explicit(&srv->rt, memory_order_relaxed) != c->rt) {
+        /* Reloaded: the next request runs under the new configuration. */
+        struct runtime *old = c->rt;
+        c->rt = server_runtime(srv);
+        runtime_unref(old);
+    }
+    struct http_request req;
+    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &req,
+                             .body = &c->body };
+    size_t used = 0;
+    enum http_parse_result r = http_parse_head(&ps, in->buf + in->pos, in->have - in->pos, &used);
+    switch (r) {
+    case HTTP_PARSE_INCOMPLETE:
+        return NEED_INPUT;
+    case HTTP_PARSE_CLOSE:
+        /* No response (the HTTP/2 preface): close quietly — after the answers before it, and
+         * half-closing and draining rather than resetting under bytes already sent. */
+        c->close_after = CLOSE_LINGER;
+        in->pos = in->have;
+        return stop_reading(c, w, in);
+    case HTTP_PARSE_ERROR:
+        if (c->gathered && flush_gathered(c, w) < 0) {
+            conn_close(c);
+            return HANDED_ON;
+        }
+        fail_and_close(c, w, ps.status);
+        return HANDED_ON;
+    default:
+        break;
+    }
+    in->pos += used;
+    set_state(c, CS_IDLE); /* the head is complete: the next one has its own deadline */
+    return answer(c, w, in, &req, &ps, r == HTTP_PARSE_HEAD);
+}
+
+/* A PROXY protocol header must come before the first request. */
+static enum step proxy_input(struct conn *c, struct input *in)
+{
+    in_port_t port = ntohs(c->peer_port);
+    int n = proxy_protocol_parse(in->buf + in->pos, in->have - in->pos, &c->peer_addr, &port);
+    if (n < 0) {
+        conn_close(c); /* not from our proxy: nobody to answer */
+        return HANDED_ON;
+    }
+    if (n == 0)
+        return NEED_INPUT;
+    c->peer_port = htons(port);
+    c->proxy_header = false;
+    in->pos += (size_t)n;
+    return GO_ON;
+}
+
+/* Serve what the buffer holds. NEED_INPUT: read more; HANDED_ON: the connection moved on. */
+static enum step serve_input(struct conn *c, struct worker *w, struct input *in)
+{
+    while (in->pos < in->have) {
+        enum step s;
+        if (c->proxy_header) {
+            s = proxy_input(c, in);
+        } else if (c->in_body) {
+            if (c->xd && !(c->xd->wants & DW_BODY))
+                return stop_reading(c, w, in); /* its exchange reads the body later, or never */
+            s = body_input(c, w, in);
+        } else if (c->xd || sending(c) || c->close_after) {
+            return stop_reading(c, w, in); /* the next request waits for this one's end */
+        } else {
+            s = head_input(c, w, in);
+        }
+        if (s == HANDED_ON)
+            return HANDED_ON;
+        if (s == NEED_INPUT)
+            break;
+    }
+    /* Everything here is served, or the rest is an unfinished head. */
+    if (sending(c) || (c->xd && !((c->xd->wants & DW_BODY) && c->in_body)) ||
+        (c->close_after && !c->in_body)) {
+        if (c->close_after == CLOSE_CLEAN && !c->xd && in->pos == in->have && !in->may_read &&
+            !c->gathered && !sending(c)) {
+            conn_close(c); /* "Connection: close", answered, nothing more sent: just close */
+            return HANDED_ON;
+        }
+        return stop_reading(c, w, in);
+    }
+    if (c->gathered) {
+        /* The answers to this read leave together, before waiting for more. */
+        if (flush_gathered(c, w) < 0) {
+            conn_close(c);
+            return HANDED_ON;
+        }
+        if (sending(c))
+            return stop_reading(c, w, in);
+    }
+    return NEED_INPUT;
+}
+
+/* Read more into the buffer. HANDED_ON when the connection parked or closed instead. */
+static enum step read_input(struct conn *c, struct worker *w, struct input *in)
+{
+    if (in->pos > 0) {
+        memmove(in->buf, in->buf + in->pos, in->have - in->pos);
+        in->have -= in->pos;
+        in->pos = 0;
+    }
+    if (in->have == READ_BUF_SIZE) {
+        /* Only a head can fill the buffer: bodies are consumed as they come. */
+        fail_and_close(c, w, 431);
+        return HANDED_ON;
+    }
+    ssize_t n = in->may_read ? c->tp->read(c, in->buf + in->have, READ_BUF_SIZE - in->have)
+                             : -EAGAIN;
+    if (n > 0) {
+        /* A short read means the socket is drained: next time, park instead of issuing a read
+         * that would only return EAGAIN. */
+        in->may_read = (size_t)n == READ_BUF_SIZE - in->have;
+        in->have += (size_t)n;
+        return GO_ON;
+    }
+    if (n == 0 || n != -EAGAIN) {
+        conn_close(c); /* peer closed (mid-request: there is nobody to answer) or error */
+        return HANDED_ON;
+    }
+    if (!stash_input(c, in)) {
+        conn_close(c);
+        return HANDED_ON;
+    }
+    if (c->xd) {
+        exchange_wait(c, NULL); /* it reads its body: wait for more of it */
+        return HANDED_ON;
+    }
+    if (!c->in_body && draining(c) && c->requests && in->have == 0) {
+        conn_finish(c, true); /* between requests while draining: close, gracefully */
+        return HANDED_ON;
+    }
+    park_reading(c, in->have);
+    return HANDED_ON;
+}
+
+/* The reading states (and an exchange reading its body): read, parse and answer requests
+ * until the connection must wait. */
+static void step_read(struct conn *c, struct worker *w)
+{
+    char buf[READ_BUF_SIZE];
+    struct input in = { buf, 0, 0, true };
     if (c->in) {
-        memcpy(buf, c->in->data + c->in->off, c->in->len - c->in->off);
-        have = c->in->len - c->in->off;
+        in.have = c->in->len - c->in->off;
+        memcpy(buf, c->in->data + c->in->off, in.have);
         carry_put(c->in);
         c->in = NULL;
     }
-
-    for (;;) {
-        if (c->proxy_header && have > 0) {
-            in_port_t port = ntohs(c->peer_port);
-            int n = proxy_protocol_parse(buf, have, &c->peer_addr, &port);
-            if (n < 0) {
-                conn_close(c); /* not from our proxy: nobody to answer */
-                return;
-            }
-            if (n > 0) {
-                c->peer_port = htons(port);
-                c->proxy_header = false;
-                pos = (size_t)n;
-            }
-        }
-        while (pos < have && !c->proxy_header) {
-            size_t used = 0;
-            if (c->xd && !xd_reads_body(c)) {
-                /* A deferred exchange is in progress: the next request waits for it. */
-                park_for_exchange(c, w, buf + pos, have - pos);
-                return;
-            }
-            if (c->phase == PH_BODY) {
-                ps.on_body = xd_reads_body(c) ? deliver_body : NULL;
-                enum http_parse_result r = http_parse_body(&ps, buf + pos, have - pos, &used);
-                pos += used;
-                if (r == HTTP_PARSE_DONE) {
-                    c->phase = PH_HEAD;
-                    if (c->xd && (c->xd->flags & EX_WANT_BODY) && !c->xd->done &&
-                        xd_body(c, w, NULL, 0, true) < 0) {
-                        conn_close(c);
-                        return;
-                    }
-                }
-                if (c->xd && c->xd->done)
-                    xd_finish(c, w);
-                if (r == HTTP_PARSE_ERROR && c->xd && !c->xd->responded) {
-                    /* A handler reading the body has not answered yet: the client learns why
-                     * (413, 400), then the connection closes. */
-                    c->phase = PH_HEAD; /* the rest of the body is drained by the linger */
-                    if (xd_fail(c, w, ps.status) < 0) {
-                        conn_close(c);
-                        return;
-                    }
-                    if (c->sending) {
-                        conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
-                        return;
-                    }
-                    conn_finish_close(c, true);
-                    return;
-                }
-                if (r != HTTP_PARSE_INCOMPLETE && r != HTTP_PARSE_DONE) {
-                    /* The response was already sent; a broken body leaves framing unknown. */
-                    conn_finish_close(c, true);
-                    return;
-                }
-                if (c->sending) {
-                    park_for_send(c, buf + pos, have - pos);
-                    return;
-                }
-                if (r == HTTP_PARSE_INCOMPLETE)
-                    break;
-                if (c->xd)
-                    continue; /* the loop's first check waits for the exchange */
-                if (c->close_after) {
-                    conn_finish_close(c, pos < have);
-                    return;
-                }
-                continue;
-            }
-            if (atomic_load_explicit(&srv->rt, memory_order_relaxed) != c->rt) {
-                /* Reloaded: the next request runs under the new configuration. */
-                struct runtime *old = c->rt;
-                c->rt = server_runtime(srv);
-                runtime_unref(old);
-                cfg = &c->rt->cfg;
-                ps.cfg = cfg;
-            }
-            enum http_parse_result r = http_parse_head(&ps, buf + pos, have - pos, &used);
-            if (r == HTTP_PARSE_INCOMPLETE)
-                break;
-            if (r == HTTP_PARSE_CLOSE) {
-                /* No response (the HTTP/2 preface): close quietly, but half-close and drain
-                 * rather than reset the connection under bytes the client already sent. */
-                if (c->gathered && conn_flush_gathered(c, w) < 0) {
-                    conn_close(c);
-                    return;
-                }
-                if (c->sending) {
-                    /* the answers before it first; then the lingering close (conn_on_event) */
-                    c->close_after = true;
-                    conn_arm(c, EPOLLOUT, ARMED_BUSY, cfg->timeout_send, false);
-                    return;
-                }
-                conn_finish_close(c, true);
-                return;
-            }
-            if (r == HTTP_PARSE_ERROR) {
-                fail_and_close(c, w, ps.status);
-                return;
-            }
-            pos += used;
-            c->head_deadline = false;
-            bool body_follows = r == HTTP_PARSE_HEAD;
-            bool body_here = false; /* the whole body came with the head */
-            if (body_follows) {
-                /* Before answering, judge what has already arrived of the body (as nginx does):
-                 * a body that is malformed or too large from its start is answered with 400 or
-                 * 413 instead of a response to a request that was never valid. The check runs on
-                 * a copy of the parser, so the bytes stay for a handler that reads the body (a
-                 * deferred exchange, stream.c); for the others they are discarded after the
-                 * response, where an error can only close. */
-                llhttp_t probe = c->parser;
-                struct http_body_count probe_count = c->body;
-                struct http_parse check = ps;
-                check.parser = &probe;
-                check.body = &probe_count;
-                check.on_body = NULL;
-                size_t checked = 0;
-                enum http_parse_result pr = http_parse_body(&check, buf + pos, have - pos, &checked);
-                if (pr == HTTP_PARSE_ERROR) {
-                    fail_and_close(c, w, check.status);
-                    return;
-                }
-                body_here = pr == HTTP_PARSE_DONE;
-            }
-            /* The static handler discards bodies. A client waiting for 100-continue that has not
-             * sent its body gets the final status instead and the connection closes
-             * (serve_request): its body, if it sends it after all, is drained by the lingering
-             * close, not read as requests. A handler that reads the body sends 100 Continue
-             * itself (ex_defer, below). */
-            if (body_follows && (!req.expect_continue || body_here))
-                body_begins(c);
-            /* More bytes after this request: its response may wait for the next ones, so
-             * that the answers to one read leave in one write. */
-            c->gather = pos < have && !body_follows;
-            int served = serve_request(c, w, &req, body_follows && !body_here, 0);
-            c->gather = false;
-            if (served < 0) {
-                conn_close(c);
-                return;
-            }
-            if (c->gathered && !(pos < have && !c->xd && !c->close_after && c->phase == PH_HEAD) &&
-                conn_flush_gathered(c, w) < 0) {
-                conn_close(c);
-                return;
-            }
-            if (c->xd && c->xd->done)
-                xd_finish(c, w);
-            if (c->xd && body_follows && req.expect_continue &&
-                (c->xd->flags & (EX_WANT_BODY | EX_TAKE_CONN)))
-                body_begins(c); /* it reads the body: 100 Continue went out (ex_defer) */
-            if (c->xd && (c->xd->flags & EX_TAKE_CONN)) {
-                /* The handler takes the connection, with the rest of the input (its body). */
-                park_for_exchange(c, w, buf + pos, have - pos);
-                return;
-            }
-            if (c->sending) {
-                park_for_send(c, buf + pos, have - pos);
-                return;
-            }
-            if (c->close_after && c->phase == PH_HEAD && !c->xd) {
-                conn_finish_close(c, pos < have || body_follows);
-                return;
-            }
-        }
-        if (c->xd && !xd_reads_body(c)) {
-            park_for_exchange(c, w, buf + pos, have - pos);
+    while (serve_input(c, w, &in) == NEED_INPUT)
+        if (read_input(c, w, &in) == HANDED_ON)
             return;
-        }
-
-        if (c->gathered) {
-            /* The answers to this read leave together, before waiting for more. */
-            if (conn_flush_gathered(c, w) < 0) {
-                conn_close(c);
-                return;
-            }
-            if (c->sending) {
-                park_for_send(c, buf + pos, have - pos);
-                return;
-            }
-        }
-
-        /* Need more input. */
-        if (pos > 0) {
-            memmove(buf, buf + pos, have - pos);
-            have -= pos;
-            pos = 0;
-        }
-        if (have == sizeof(buf)) {
-            /* Only a head can fill the buffer: bodies are consumed as they come. */
-            fail_and_close(c, w, 431);
-            return;
-        }
-        ssize_t n = may_read ? c->tp->read(c, buf + have, sizeof(buf) - have) : -EAGAIN;
-        if (n > 0) {
-            /* A short read means the socket is drained: next time, re-arm instead of issuing a
-             * read that would only return EAGAIN. */
-            may_read = (size_t)n == sizeof(buf) - have;
-            have += (size_t)n;
-            continue;
-        }
-        if (n == 0 || n != -EAGAIN) {
-            conn_close(c); /* peer closed (mid-request: there is nobody to answer) or error */
-            return;
-        }
-        if (!stash_input(c, buf, have)) {
-            conn_close(c);
-            return;
-        }
-        if (c->phase == PH_BODY) {
-            conn_arm_until(c, EPOLLIN, ARMED_BUSY, body_deadline(c));
-        } else if (c->handshaking) {
-            /* the whole handshake must finish within timeout_handshake from accept */
-            conn_arm(c, EPOLLIN, ARMED_IDLE, cfg->timeout_handshake, true);
-        } else if (have > 0) {
-            /* A head has begun: its time counts from the read that brought its first byte. */
-            if (!c->head_deadline) {
-                c->head_deadline = true;
-                c->phase_start = now_ms();
-            }
-            conn_arm_until(c, EPOLLIN, ARMED_BUSY,
-                           read_deadline(c->phase_start, have, cfg->timeout_header,
-                                         cfg->timeout_header_max, cfg->timeout_header_min_rate));
-        } else if (atomic_load_explicit(&srv->draining, memory_order_relaxed) && c->requests) {
-            conn_finish_close(c, true); /* between requests while draining: close, gracefully */
-        } else {
-            conn_arm(c, EPOLLIN, ARMED_IDLE,
-                     c->requests ? cfg->timeout_keepalive : cfg->timeout_header, false);
-        }
-        return;
-    }
 }
+
+/* ---- the event handler ---------------------------------------------------------------------- */
 
 static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
 {
     struct conn *c = (struct conn *)eh;
-    (void)events;
-    if (atomic_exchange_explicit(&c->armed, ARMED_NO, memory_order_acq_rel) == ARMED_KILLED) {
+    if (atomic_exchange_explicit(&c->armed, CONN_OWNED, memory_order_acq_rel) == CONN_KILLED) {
         conn_close(c); /* expired by the timer sweep (timeout, drain) */
         return;
     }
-    if (c->phase == PH_LINGER) {
-        conn_linger(c);
-        return;
+    switch (atomic_load_explicit(&c->state, memory_order_relaxed)) {
+    case CS_IDLE:
+    case CS_HEAD:
+    case CS_BODY:
+        assert(!c->xd && !sending(c));
+        step_read(c, w);
+        break;
+    case CS_SENDING:
+        assert(!c->xd && sending(c));
+        step_send(c, w);
+        break;
+    case CS_EXCHANGE:
+        step_exchange(c, w, events);
+        break;
+    case CS_LINGERING:
+        assert(!c->xd && !c->in_body);
+        step_linger(c);
+        break;
+    default:
+        assert(!"unknown connection state");
     }
-    if (c->sending) {
-        int rc = conn_flush(c, w);
-        if (rc == -EAGAIN) {
-            conn_arm(c, EPOLLOUT, ARMED_BUSY, c->rt->cfg.timeout_send, false);
-            return;
-        }
-        if (rc < 0) {
-            conn_close(c);
-            return;
-        }
-        c->sending = false;
-        if (c->close_after && c->phase == PH_HEAD && !c->xd) {
-            /* The request may have had a body we did not read (an error, 100-continue) or
-             * further requests may follow: linger rather than reset under them. */
-            conn_finish_close(c, true);
-            return;
-        }
-    }
-    if (c->xd && !xd_reads_body(c)) {
-        /* The socket drained (or the exchange yielded): the handler may continue. */
-        conn_after_callback(c, w, xd_writable(c, w));
-        return;
-    }
-    conn_serve(c, w);
 }

@@ -1,11 +1,15 @@
 /* connection.h — a client connection: the HTTP/1.1 state machine's concrete event handler.
  *
- * A connection holds only what must survive between events: the fd and transport, the llhttp
- * state, the phase, a deadline, and the progress of a response in flight. The request itself
- * is read into the processing thread's stack buffer and parsed there; leftover bytes that
- * must outlive the event go into a pooled carry buffer (carry.h). At most one thread processes
- * a connection at a time (EPOLLONESHOT), so its fields need no lock; only `armed` and
- * `deadline` are read by the timer sweep on another thread, and they are atomics. */
+ * A connection holds only what must survive between events: the socket and its transport, the
+ * llhttp state, its state and deadline, and the progress of a response in flight. The request
+ * itself is read into the processing thread's stack buffer and parsed there; leftover bytes
+ * that must outlive the event go into a pooled carry buffer (carry.h). Its exchanges see it
+ * only as a sink (sink.h), and it sees them only as the exchange layer.
+ *
+ * One thread at a time owns a connection: the one running its event (EPOLLONESHOT), the timer
+ * that wakes its sleeping exchange, or a handler's thread that holds that exchange. `armed`
+ * and `state` are the only fields another thread reads (the timer sweep, /server-status), and
+ * they are atomics. */
 #ifndef LF_CONNECTION_H
 #define LF_CONNECTION_H
 
@@ -18,81 +22,83 @@
 
 #include "event_handler.h"
 #include "http_parser.h"
+#include "sink.h"
 
 struct carry;
-struct ex_deferred;
-struct handle_set;
-struct http_exchange;
-struct iovec;
 struct listener;
 struct runtime;
-struct ssl_st;
 struct server;
+struct ssl_st;
+struct sockaddr_storage;
 struct transport_ops;
-struct worker;
 
-enum conn_phase {
-    PH_HEAD = 0,   /* reading a request head (or idle between requests) */
-    PH_BODY,       /* reading (and discarding or forwarding) a request body */
-    PH_LINGER,     /* response sent, write side shut: draining input before close */
+/* What a connection is doing, or waiting for. One step function per kind of wait:
+ *
+ *   state         waits for                         step          deadline
+ *   CS_IDLE       a request (none begun)            step_read     keep-alive (first: header;
+ *                                                                 TLS: handshake, from accept)
+ *   CS_HEAD       the rest of a request head        step_read     timeout_header + rate
+ *   CS_BODY       the rest of a request body        step_read     timeout_body + rate
+ *   CS_SENDING    room for queued response bytes    step_send     timeout_send
+ *   CS_EXCHANGE   what its deferred exchange waits  step_exchange body, send, or none
+ *                 for (body, room, a timer, its
+ *                 watched handles, its holder)
+ *   CS_LINGERING  the client to finish, after the   step_linger   5 s from the half-close
+ *                 response and a half-close
+ *
+ * The three reading states share a step: one read can finish a head, carry a body and the
+ * next requests. Transitions happen in one place, conn_next(). */
+enum conn_state {
+    CS_IDLE = 0,
+    CS_HEAD,
+    CS_BODY,
+    CS_SENDING,
+    CS_EXCHANGE,
+    CS_LINGERING,
+    CS_STATES
 };
+extern const char *const conn_state_names[CS_STATES];
 
-/* What a connection waits for, for /server-status (conn.view; written by its owner). */
-enum conn_view {
-    CV_READING = 0, /* a request head or body */
-    CV_WRITING,     /* the socket to drain (EPOLLOUT) */
-    CV_IDLE,        /* the next request (keep-alive) */
-    CV_HANDLER,     /* a handler: a timer, a CGI script (nothing of it is armed) */
-    CV_CLOSING,     /* lingering close */
-};
-
-/* Values of conn.armed: who may act on the connection. */
+/* Values of conn.armed: the hand-off with the timer sweep. */
 enum {
-    ARMED_NO = 0,   /* a thread is processing it */
-    ARMED_BUSY,     /* waiting in the handle set in the middle of a request or response */
-    ARMED_IDLE,     /* waiting in the handle set between requests (keep-alive) */
-    ARMED_LINGER,   /* response sent, write side shut: waiting for the client to finish */
-    ARMED_KILLED,   /* the timer sweep expired it: the next event closes it */
+    CONN_OWNED = 0, /* a thread (or the timer, or a holder) has it: the sweep keeps off */
+    CONN_PARKED,    /* waiting in the handle set: the sweep may expire it */
+    CONN_KILLED,    /* the sweep expired it: the next event closes it */
 };
 
 struct conn {
-    struct event_handler eh;           /* first member */
-    struct server *srv;
-    struct handle_set *hs;             /* where it is registered: its listener's set */
+    struct event_handler eh;           /* first member: the socket in the handle set */
+    struct sink sink;                  /* the connection as its exchanges see it */
+    const struct listener *listener;   /* where it came from (its server, its handle set) */
     struct runtime *rt;                /* configuration generation of the current request */
     const struct transport_ops *tp;
-    const struct listener *listener;
-    struct conn *prev, *next;          /* server's connection list, under conns_lock */
+    struct conn *prev, *next;          /* the server's connection list, under conns_lock */
     _Atomic int64_t deadline;          /* monotonic ms; the sweep expires it after this */
-    _Atomic int armed;
-    int file_fd;                       /* file being sent, -1 when none */
-
-    uint8_t phase;                     /* enum conn_phase */
-    bool close_after;                  /* close once the response in flight is sent */
-    bool sending;                      /* a response is parked waiting for EPOLLOUT */
-    bool head_deadline;                /* phase_start is the start of the head being read */
+    _Atomic uint8_t armed;             /* CONN_* */
+    _Atomic uint8_t state;             /* enum conn_state (written by the owner) */
+    bool in_body;                      /* the parser is inside a request body */
+    bool body_on_hold;                 /* a body follows once the client has 100 Continue */
     bool proxy_header;                 /* a PROXY protocol header must come first */
-    bool handshaking;                  /* TLS handshake not finished: timeout_handshake applies */
+    uint8_t close_after;               /* close once the response in flight is sent (why:
+                                        * connection.c's CLOSE_*) */
+    bool gather;                       /* serving a request with more behind it in the buffer:
+                                        * its whole response may wait for theirs (one write) */
+    bool gathered;                     /* `out` holds such responses, not yet written */
     uint8_t tp_want;                   /* events the transport needs after -EAGAIN (transport.h) */
     uint8_t tp_flags;                  /* transport-private state */
+    int file_fd;                       /* file being sent, -1 when none */
+    uint32_t requests;                 /* served on this connection */
     struct ssl_st *ssl;                /* TLS connection (transport_tls.c); NULL when plain */
     struct carry *in;                  /* unparsed input carried between events */
     struct carry *out;                 /* unsent response bytes */
-    void (*file_release)(void *ref);   /* owner of file_fd (NULL: the connection owns it) */
+    void (*file_release)(void *ref);   /* owner of file_fd */
     void *file_ref;
     off_t file_off;
     off_t file_left;
-    struct ex_deferred *xd;            /* a deferred exchange in progress (stream.c), or NULL */
+    struct sink_deferral *xd;          /* its deferred exchange, or NULL */
     int64_t phase_start;               /* monotonic ms: the first byte of the head being read, or
                                         * the start of the body (their deadlines count from it) */
     struct http_body_count body;       /* the request body read so far (its limits) */
-    uint32_t requests;                 /* served on this connection */
-    _Atomic uint8_t view;              /* enum conn_view, read by /server-status */
-    bool gather;                       /* more requests follow in this read: a whole response
-                                        * may be kept for one write with the next ones */
-    bool gathered;                     /* `out` holds such responses, not yet written (only
-                                        * while the connection's thread serves the read) */
-
     struct in6_addr peer_addr;         /* the TCP peer (IPv4 v4-mapped), or what a PROXY header
                                         * says; the client unless a trusted proxy says more */
     in_port_t peer_port;               /* its port, network byte order */
@@ -106,47 +112,12 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
 /* Free a connection after the pool has stopped (no epoll, no list, no counters). */
 void conn_free_stopped(struct conn *c);
 
+/* Count the open connections by what they wait for (server.h's GAUGE_*). Returns how many. */
+unsigned conn_gauges(struct server *srv, unsigned counts[]);
+
 /* Expire connections (timer sweep): those past their deadline, and with `idle_too` all idle
- * keep-alive ones (draining); `all`: every waiting connection (drain deadline). */
+ * or lingering ones whose output has reached the client (draining); `all`: every parked one
+ * (the drain deadline). */
 void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all);
-
-/* ---- for deferred exchanges (stream.c) and handlers that take a connection over ---------- */
-
-/* How a handler gives back a connection it took (EX_TAKE_CONN). */
-enum conn_handback_how {
-    HANDBACK_DONE = 0,  /* the response is complete: continue (keep-alive, pipelining) */
-    HANDBACK_CLOSE,     /* the exchange failed or the client is gone: close */
-    HANDBACK_REDIRECT,  /* answer an internal GET of `redirect` instead (CGI local Location) */
-};
-
-struct conn_redirect {
-    const char *target;        /* "/path?query" */
-    size_t target_len;
-    const char *host;          /* the original request's Host (may be empty) */
-    size_t host_len;
-};
-
-/* Give back a connection taken over with EX_TAKE_CONN: the deferred exchange is freed and the
- * calling thread continues the connection as if its own event had fired (it re-arms or closes
- * it). The handler must not touch `c` afterwards. */
-void conn_handback(struct conn *c, struct worker *w, enum conn_handback_how how,
-                   const struct conn_redirect *redirect);
-
-/* For a handler that took the connection: parse request body bytes from the carried input
- * and, when that is used up, one read of the socket; decoded bytes go to `sink` (which must
- * accept them all). Returns 1 when the body is complete (bytes after it stay carried for the
- * next request), 0 when more is to come (wait for EPOLLIN), -1 when the client closed or sent
- * a malformed body. */
-int conn_pump_body(struct conn *c, http_body_cb sink, void *arg);
-
-/* Send what is parked (carried bytes, a file). Returns 0 when everything is sent, -EAGAIN when
- * the socket is full, or -errno. */
-int conn_flush(struct conn *c, struct worker *w);
-
-/* Used by stream.c. */
-int conn_send_or_park(struct http_exchange *ex, struct iovec *iov, int iovcnt, bool more);
-void conn_note_response(struct http_exchange *ex, int status);
-const char *conn_thread_date(struct worker *w);
-void conn_wake(struct conn *c, struct worker *w); /* an ex_sleep() timer expired */
 
 #endif

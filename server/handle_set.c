@@ -36,7 +36,7 @@ void hs_close(struct handle_set *hs)
 
 static int hs_ctl(struct handle_set *hs, int op, struct event_handler *eh, uint32_t events)
 {
-    struct epoll_event ev = { .events = events | EPOLLONESHOT | EPOLLRDHUP, .data.ptr = eh };
+    struct epoll_event ev = { .events = events | EPOLLONESHOT, .data.ptr = eh };
     return epoll_ctl(hs->epfd, op, eh->fd, &ev) < 0 ? -errno : 0;
 }
 
@@ -48,7 +48,7 @@ int hs_add(struct handle_set *hs, struct event_handler *eh, uint32_t events)
 int hs_rearm(struct handle_set *hs, struct event_handler *eh, uint32_t events)
 {
 #if HS_TSAN
-    struct epoll_event ev = { .events = events | EPOLLONESHOT | EPOLLRDHUP, .data.ptr = eh };
+    struct epoll_event ev = { .events = events | EPOLLONESHOT, .data.ptr = eh };
     int fd = eh->fd; /* the last touch of *eh: after the release another thread may free it */
     int epfd = hs->epfd;
     __tsan_release(hs);

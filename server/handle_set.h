@@ -19,7 +19,10 @@ struct handle_set {
 /* All return 0 or -errno. */
 int hs_init(struct handle_set *hs);
 void hs_close(struct handle_set *hs);
-/* Register eh->fd for `events` (EPOLLIN / EPOLLOUT); EPOLLONESHOT and EPOLLRDHUP are added. */
+/* Register eh->fd for `events` (EPOLLIN, EPOLLOUT, EPOLLRDHUP: exactly what the handler waits
+ * for; EPOLLHUP and EPOLLERR always come); EPOLLONESHOT is added. A half-closed peer keeps
+ * EPOLLRDHUP ready, so a handle that asks for it while it only waits to write would be
+ * reported again at every re-arm. */
 int hs_add(struct handle_set *hs, struct event_handler *eh, uint32_t events);
 /* Re-activate a handle deactivated by a detected event, with a (possibly new) interest. */
 int hs_rearm(struct handle_set *hs, struct event_handler *eh, uint32_t events);

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "probe.h"
 #include "server.h"
+#include "sink.h"
 
 int main(int argc, char **argv)
 {
@@ -27,7 +28,7 @@ int main(int argc, char **argv)
     bool test_only = cfg.test_only;
     const char *file = cfg.config_file;
     static struct server srv;
-    if (server_init(&srv, &cfg, argc, argv) < 0) {
+    if (server_init(&srv, &cfg, argc, argv, &exchange_layer) < 0) {
         server_destroy(&srv);
         return 2;
     }

@@ -1,62 +1,54 @@
-/* runtime.c — see runtime.h. */
+/* runtime.c — a configuration generation's references and its teardown; see runtime.h. */
 #include "runtime.h"
 
-#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "access_log.h"
-#include "file_cache.h"
-#include "mime.h"
-#include "router.h"
+#include "auth_basic.h"
+#include "handler.h"
+#include "site.h"
 #include "tls.h"
 
-static void runtime_free(struct runtime *rt)
+static void destroy_location(struct loc_conf *lc, struct site_set *ss)
 {
-    router_destroy(rt);
+    auth_free(lc->auth_users);
+    lc->auth_users = NULL;
+    if (lc->instance && lc->ops->destroy)
+        lc->ops->destroy(lc->instance);
+    lc->instance = NULL;
+    if (lc->root_fd >= 0) {
+        int fd = lc->root_fd;
+        close(fd);
+        /* others sharing it must not close it again */
+        for (unsigned i = 0; i < ss->nsites; i++) {
+            struct site *s = &ss->sites[i];
+            if (s->base.root_fd == fd)
+                s->base.root_fd = -1;
+            for (unsigned j = 0; j < s->nlocs; j++)
+                if (s->locs[j].root_fd == fd)
+                    s->locs[j].root_fd = -1;
+        }
+    }
+}
+
+void runtime_free(struct runtime *rt)
+{
+    struct site_set *ss = &rt->cfg.sites;
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        destroy_location(&s->base, ss);
+        for (unsigned j = 0; j < s->nlocs; j++)
+            destroy_location(&s->locs[j], ss);
+    }
+    for (unsigned i = 0; i < RUNTIME_TYPES_MAX; i++)
+        if (rt->handler_state[i] && rt->handler_free[i])
+            rt->handler_free[i](rt->handler_state[i]);
     if (rt->tls)
         tls_ctx_unref(rt->tls); /* connections hold their own references */
     access_log_close(rt);
-    fc_destroy(rt->fc);
-    mime_table_free(rt->mime);
     config_free(&rt->cfg);
     free(rt);
-}
-
-struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned generation)
-{
-    struct runtime *rt = calloc(1, sizeof(*rt));
-    if (!rt) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        config_free(cfg);
-        return NULL;
-    }
-    rt->cfg = *cfg; /* takes over the allocations */
-    rt->generation = generation;
-    rt->access_fd = -1;
-    atomic_store_explicit(&rt->refs, 1, memory_order_relaxed);
-    char err[512] = "";
-    rt->mime = mime_table_load(rt->cfg.mime_file[0] ? rt->cfg.mime_file : NULL, err, sizeof(err));
-    if (!rt->mime) {
-        fprintf(stderr, "%s\n", err);
-        goto fail;
-    }
-    rt->fc = fc_create(rt->cfg.file_cache_entries, rt->cfg.file_cache_size,
-                       rt->cfg.file_cache_valid, rt->mime);
-    if (!rt->fc) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        goto fail;
-    }
-    if (router_init(srv, rt) < 0 || access_log_open(rt) < 0)
-        goto fail;
-    if (rt->cfg.ncerts > 0) {
-        rt->tls = tls_ctx_create(&rt->cfg); /* prints its own FILE:LINE error line */
-        if (!rt->tls)
-            goto fail;
-    }
-    return rt;
-fail:
-    runtime_free(rt);
-    return NULL;
 }
 
 void runtime_ref(struct runtime *rt)

@@ -30,7 +30,6 @@
 #include "connection.h"
 #include "handler.h"
 #include "log.h"
-#include "router.h"
 #include "runtime.h"
 #include "watch.h"
 
@@ -265,6 +264,18 @@ static void publish_runtime(struct server *srv, struct runtime *rt)
     runtime_unref(old);
 }
 
+/* The port tls_redirect_http sends plain requests to: the first open TLS listener's. */
+static void note_https_port(struct server *srv)
+{
+    unsigned port = 0;
+    for (unsigned i = 0; i < atomic_load(&srv->nlisteners) && !port; i++) {
+        const struct listener *l = &srv->listeners[i];
+        if (l->addr.tls && !atomic_load(&l->closed))
+            port = (unsigned)strtoul(strrchr(l->url, ':') + 1, NULL, 10);
+    }
+    atomic_store_explicit(&srv->https_port, port, memory_order_relaxed);
+}
+
 static bool same_listener(const struct listen_addr *a, const struct listen_addr *b)
 {
     return a->sslen == b->sslen && !memcmp(&a->ss, &b->ss, a->sslen) &&
@@ -304,16 +315,17 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
     return (int)copies;
 }
 
-int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
+int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
+                const struct exchange_layer *layer)
 {
     memset(srv, 0, sizeof(*srv));
+    srv->layer = layer;
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
     srv->timers.eh.fd = -1;
     srv->argc = argc;
     srv->argv = argv;
     pthread_mutex_init(&srv->conns_lock, NULL);
     pthread_mutex_init(&srv->rt_lock, NULL);
-    pthread_mutex_init(&srv->cgi_lock, NULL);
     pthread_mutex_init(&srv->reload_lock, NULL);
     srv->started = time(NULL);
 
@@ -355,6 +367,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv)
         n += (unsigned)used;
         atomic_store(&srv->nlisteners, n);
     }
+    note_https_port(srv);
 
     /* Signals are taken from a signalfd in the handle set; block them in every thread (the
      * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
@@ -469,6 +482,7 @@ static void reload(struct server *srv, const char *why)
         }
     }
     atomic_store(&srv->nlisteners, n);
+    note_https_port(srv);
     for (unsigned j = first_new; j < n; j++) {
         if (acceptor_start(&srv->listeners[j]) < 0)
             log_error("%s: cannot watch %s", why, srv->listeners[j].url);
@@ -513,18 +527,62 @@ void server_run(struct server *srv)
     log_notice("stopped");
 }
 
+const char *const gauge_conn_names[GAUGE_CONN_KINDS] = { "reading", "writing", "idle",
+                                                        "handler", "closing", "active" };
+const char *const gauge_role_names[3] = { "following", "leading", "processing" };
+
+void server_gauges(struct server *srv, struct server_gauges *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->uptime = (int64_t)(time(NULL) - srv->started);
+    g->draining = atomic_load_explicit(&srv->draining, memory_order_relaxed);
+    g->ready = server_ready(srv);
+    g->concurrency = concurrency_names[srv->pool.mode];
+    g->threads = srv->pool.nworkers;
+    for (unsigned i = 0; i < srv->pool.nworkers; i++) {
+        struct worker *w = &srv->pool.workers[i];
+        int role = atomic_load_explicit(&w->role, memory_order_relaxed);
+        if (role < 0 || role > 2)
+            role = 0;
+        g->role[role]++;
+#define LOAD(f) atomic_load_explicit(&w->stats.f, memory_order_relaxed)
+        uint64_t ev = LOAD(events), rq = LOAD(requests), by = LOAD(bytes_out),
+                 pr = LOAD(promotions), nf = LOAD(no_follower);
+        g->events += ev;
+        g->waits += LOAD(waits);
+        g->promotions += pr;
+        g->no_follower += nf;
+        g->requests += rq;
+        g->bytes_out += by;
+        g->accepted += LOAD(accepted);
+#undef LOAD
+        if (i < GAUGES_MAX_WORKERS) {
+            g->worker[i].role = role;
+            g->worker[i].events = ev;
+            g->worker[i].requests = rq;
+            g->worker[i].bytes_out = by;
+            g->worker[i].promotions = pr;
+            g->worker[i].no_follower = nf;
+            g->nworkers = i + 1;
+        }
+    }
+    g->conns_open = conn_gauges(srv, g->conns);
+    g->timers = timer_pending(&srv->timers);
+}
+
 void server_destroy(struct server *srv)
 {
-    /* The pool has stopped: no thread runs a handler any more. Free what is left (connections
-     * still open when the drain deadline passed). */
+    /* The pool has stopped: no pool thread runs a handler any more. Handler types' own threads
+     * stop next (they could touch an exchange), then what is left is freed (connections still
+     * open when the drain deadline passed: their exchanges are aborted). */
     timer_destroy(&srv->timers); /* before what its entries live in */
     watch_destroy(srv);
+    handlers_stop(srv);
     while (srv->conns) {
         struct conn *c = srv->conns;
         srv->conns = c->next;
         conn_free_stopped(c);
     }
-    cgi_shutdown(srv); /* scripts still running: killed and reaped */
     for (unsigned i = 0; i < srv->nlisteners; i++)
         close(srv->listeners[i].eh.fd);
     if (srv->timer.eh.fd >= 0)
@@ -540,10 +598,9 @@ void server_destroy(struct server *srv)
     free(srv->hs);
     srv->hs = NULL;
     runtime_unref(atomic_exchange(&srv->rt, NULL));
-    compress_shutdown(srv); /* after the last runtime: its jobs hold runtimes */
+    handlers_release(srv); /* after the last runtime: their work may hold runtimes */
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);
-    pthread_mutex_destroy(&srv->cgi_lock);
     pthread_mutex_destroy(&srv->reload_lock);
     carry_pool_release();
 }

@@ -17,16 +17,15 @@
 #include "thread_pool.h"
 #include "timer.h"
 
-struct cgi_job;
-struct cgi_spawner;
-struct compressor;
 struct config_watch;
 struct conn;
+struct exchange_layer;
 struct runtime;
 
 /* Listener slots over the server's lifetime, including listeners closed by reloads; under
  * `concurrency reuseport` every address takes one slot per thread. */
 #define SERVER_MAX_LISTENERS 256
+#define SERVER_HANDLER_TYPES 8 /* = HANDLER_TYPES_MAX (handler.h) */
 
 struct listener {
     struct event_handler eh;     /* first member: data.ptr of its epoll registration */
@@ -87,24 +86,48 @@ struct server {
     _Atomic int64_t drain_deadline; /* monotonic ms */
     time_t started;
 
-    /* CGI scripts (handlers/cgi.c): process-wide, for `cgi_max` and the status page; a job
-     * outlives the configuration generation it started under. */
-    _Atomic unsigned cgi_running;
-    _Atomic uint64_t cgi_started, cgi_rejected, cgi_timeouts, cgi_failed;
-    pthread_mutex_t cgi_lock;    /* guards cgi_jobs and starting the spawner */
-    struct cgi_job *cgi_jobs;    /* every job not yet freed, for shutdown */
-    struct cgi_spawner *cgi_spawner; /* the thread that starts scripts (none without CGI) */
-
-    /* Compression of static files (handlers/compress.c): its threads and cache directories,
-     * process-wide like CGI's spawner; started with the first location that compresses. */
-    _Atomic(struct compressor *) compressor;
+    /* Handler types' process-wide state (CGI's spawner and job counters, the static
+     * handler's compressor), one slot per registered type, created by their instances and
+     * stopped and freed through the registry (handler.h) at exit. */
+    _Atomic(void *) handler_state[SERVER_HANDLER_TYPES];
+    /* The layer above the connections (sink.h): set by main() before server_init. */
+    const struct exchange_layer *layer;
+    _Atomic unsigned https_port; /* the first open TLS listener's port (tls_redirect_http) */
 };
+
+/* What /server-status and /metrics show of the core, taken without stopping anything: the
+ * per-thread counters (relaxed atomics, thread_pool.h) summed, the connections classified by
+ * one pass over their list under its lock. */
+#define GAUGES_MAX_WORKERS 64
+enum { GAUGE_READING = 0, GAUGE_WRITING, GAUGE_IDLE, GAUGE_HANDLER, GAUGE_CLOSING, GAUGE_ACTIVE,
+       GAUGE_CONN_KINDS };
+struct server_gauges {
+    int64_t uptime;
+    bool ready;                       /* server_ready(): what /readyz answers */
+    bool draining;
+    const char *concurrency;          /* the strategy's name */
+    unsigned threads;                 /* every pool thread, the HS/HA reactor included */
+    unsigned role[3];                 /* enum worker_role: following, leading, processing */
+    uint64_t events, waits, promotions, no_follower, requests, bytes_out, accepted;
+    unsigned conns_open;
+    unsigned conns[GAUGE_CONN_KINDS]; /* what the open connections wait for */
+    unsigned timers;                  /* handler timers scheduled */
+    unsigned nworkers;                /* detail kept for the first GAUGES_MAX_WORKERS threads */
+    struct {
+        int role;
+        uint64_t events, requests, bytes_out, promotions, no_follower;
+    } worker[GAUGES_MAX_WORKERS];
+};
+extern const char *const gauge_conn_names[GAUGE_CONN_KINDS];
+extern const char *const gauge_role_names[3];
+void server_gauges(struct server *srv, struct server_gauges *g);
 
 /* Build the server from `cfg` (whose allocations the first runtime takes over): open roots,
  * bind listeners, open logs, drop privileges, create the handle set and the pool. With
  * cfg->test_only, only validate. argc/argv are kept for reloads. Prints one line and returns
  * -1 on failure. */
-int server_init(struct server *srv, struct config *cfg, int argc, char **argv);
+int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
+                const struct exchange_layer *layer);
 /* SIGHUP or reload_on_change (`why`, a string literal, prefixes the log lines): parse the
  * configuration again and publish it; on any error keep the current one. Never waits for
  * another reload: if one is running, this one is done by the timer tick after it. */

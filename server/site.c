@@ -366,7 +366,7 @@ int site_apply(struct loc_conf *lc, const char *where, const char *name, char **
             fprintf(stderr, "%s: 'handler' takes a type and an optional argument\n", where);
             return -1;
         }
-        if (!handler_lookup(v)) {
+        if (!handler_lookup(v, NULL)) {
             fprintf(stderr, "%s: unknown handler '%s'\n", where, v);
             return -1;
         }

@@ -59,6 +59,14 @@ static inline bool sv_list_has_token(struct strview s, const char *tok, size_t t
     return false;
 }
 
+/* Split a request-target "/path?query" at its first '?' (query: ptr NULL when there is none). */
+static inline void sv_split_target(struct strview t, struct strview *path, struct strview *query)
+{
+    const char *q = t.len ? memchr(t.ptr, '?', t.len) : NULL;
+    *path = (struct strview){ t.ptr, q ? (size_t)(q - t.ptr) : t.len };
+    *query = q ? (struct strview){ q + 1, t.len - path->len - 1 } : SV_NULL;
+}
+
 /* The parameters of a query string ("a=1&b&c=3"), in order; names and values are raw (not
  * percent-decoded). Empty parameters ("a=1&&b") are skipped; a parameter without "=" has an
  * empty value.

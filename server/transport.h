@@ -23,6 +23,9 @@
 
 struct conn;
 
+/* conn.tp_flags bits the connection may read (the others are the transport's own). */
+enum { TP_HANDSHAKING = 0x80 }; /* a TLS handshake is not finished: timeout_handshake applies */
+
 struct transport_ops {
     const char *name;
     ssize_t (*read)(struct conn *c, void *buf, size_t len);

@@ -1,6 +1,6 @@
 /* transport_tls.c — the TLS transport: OpenSSL over a non-blocking socket; see transport.h.
  *
- * The handshake lives inside the connection's reads: while conn.handshaking is set, read()
+ * The handshake lives inside the connection's reads: while TP_HANDSHAKING is set in conn.tp_flags, read()
  * first advances SSL_do_handshake, and a handshake that needs the network returns -EAGAIN with
  * conn.tp_want set to the direction it waits for (a server flight that did not fit in the
  * socket buffer waits for EPOLLOUT). No call here ever waits: the socket is non-blocking and
@@ -81,7 +81,7 @@ static ssize_t tls_fail(struct conn *c, int ret, const char *what)
         break;
     case SSL_ERROR_SYSCALL:
         c->tp_flags |= TLS_FAILED;
-        if (c->handshaking)
+        if (c->tp_flags & TP_HANDSHAKING)
             log_failure(c, what, e, sys_err);
         rc = sys_err ? -sys_err : -ECONNRESET;
         break;
@@ -98,12 +98,12 @@ static ssize_t tls_fail(struct conn *c, int ret, const char *what)
 static ssize_t tls_read(struct conn *c, void *buf, size_t len)
 {
     c->tp_want = 0;
-    if (c->handshaking) {
+    if (c->tp_flags & TP_HANDSHAKING) {
         ERR_clear_error();
         int r = SSL_do_handshake(c->ssl);
         if (r != 1)
             return tls_fail(c, r, "handshake");
-        c->handshaking = false;
+        c->tp_flags &= (uint8_t)~TP_HANDSHAKING;
     }
     /* The error queue is clear from here on: a successful SSL_read_ex or one that wants the
      * network adds nothing to it, and tls_fail() clears what a failure added. (Each clear costs
@@ -221,7 +221,7 @@ static ssize_t tls_sendfile(struct conn *c, int fd, off_t *off, size_t len)
 /* Send close_notify once (best effort: a full socket buffer is not waited for). */
 static void tls_close_notify(struct conn *c)
 {
-    if (c->handshaking || (c->tp_flags & TLS_FAILED) ||
+    if ((c->tp_flags & (TP_HANDSHAKING | TLS_FAILED)) ||
         (SSL_get_shutdown(c->ssl) & SSL_SENT_SHUTDOWN))
         return;
     ERR_clear_error();
@@ -261,6 +261,6 @@ int transport_tls_attach(struct conn *c, struct tls_ctx *t)
     if (!c->ssl)
         return -ENOMEM;
     c->tp = &transport_tls;
-    c->handshaking = true;
+    c->tp_flags |= TP_HANDSHAKING;
     return 0;
 }

@@ -32,6 +32,7 @@
 #include "mime.h"
 #include "runtime.h"
 #include "server.h"
+#include "sink.h"
 #include "thread_pool.h"
 
 static struct server srv;
@@ -113,6 +114,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         abort();
     srv.hs = &hs;
     srv.nhs = 1;
+    srv.layer = &exchange_layer;
     listener.srv = &srv;
     listener.hs = &hs;
     worker.srv = &srv;

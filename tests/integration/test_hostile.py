@@ -229,3 +229,28 @@ def test_hostile_clients(tmpdir):
     assert srv.alive()
     print("round 1: %s, %d good requests; round 2: %s, %d good requests; "
           "fds %d; RSS %d -> %d -> %d KiB" % (counts1, n1, counts2, n2, fds0, rss0, rss1, rss2))
+
+
+def test_half_closed_client_that_stops_reading_leaves_the_pool_idle(tmpdir):
+    # A client asks for a large file, half-closes its side and reads nothing more. Its
+    # connection waits for room in the socket; the half-close (EPOLLRDHUP, which stays ready)
+    # must not wake it, or every re-arm would report it again and a pool thread would spin
+    # until timeout_send. The pool's event count shows it: a few events, not thousands.
+    from lib.procs import status_json
+    srv = configured(tmpdir, {"timeout_send": "60s"})
+    with open(os.path.join(srv.tree.root, "huge.bin"), "wb") as f:
+        f.truncate(50 * 1024 * 1024)
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect((srv.host, srv.port))
+    try:
+        s.sendall(req("GET", "/huge.bin"))
+        s.shutdown(socket.SHUT_WR)
+        assert wait_until(lambda: status_json(srv)["connections"]["writing"] == 1, T(10)), \
+            "the connection never waited to write"
+        before = status_json(srv)["pool"]["events"]
+        time.sleep(2)   # a window to count in: a spinning thread makes ~1000s of events a second
+        after = status_json(srv)["pool"]["events"]
+        assert after - before < 50, "%d events in 2 s for a parked connection" % (after - before)
+    finally:
+        s.close()
