@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,10 +18,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "digest.h"
 #include "handler.h"
 #include "log.h"
 #include "runtime.h"
-#include "server.h"
 #include "site.h"
 
 #define CHUNK (64 * 1024)        /* input read per step (background jobs) */
@@ -344,15 +343,8 @@ static void cache_name(const struct compress_loc *cl, const struct fc_entry *e,
                      (long long)e->st.st_mtim.tv_sec, e->st.st_mtim.tv_nsec,
                      (long long)e->st.st_ctim.tv_sec, e->st.st_ctim.tv_nsec,
                      cl->etag_suffix[enc]);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    EVP_Digest(key, n > 0 && (size_t)n < sizeof(key) ? (size_t)n : sizeof(key) - 1, md, &mdlen,
-               EVP_sha256(), NULL);
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < KEY_HEX / 2; i++) {
-        name[2 * i] = hex[md[i] >> 4];
-        name[2 * i + 1] = hex[md[i] & 15];
-    }
+    digest_hex(key, n > 0 && (size_t)n < sizeof(key) ? (size_t)n : sizeof(key) - 1, name,
+               KEY_HEX);
     snprintf(name + KEY_HEX, 8, "%s", cache_suffix[enc]);
 }
 

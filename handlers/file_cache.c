@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "compress.h"
+#include "digest.h"
 #include "http_date.h"
 #include "http_response.h"
 #include "log.h"
@@ -217,18 +217,8 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
  * Caddy do (to the second there). A variant (a precompressed sibling) adds its coding. */
 static void make_etag(struct fc_entry *e, const char *encoding)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
     char tag[2 * 12 + 1];
-    if (e->body && EVP_Digest(e->body, (size_t)e->st.st_size, md, &mdlen, EVP_sha256(), NULL) == 1 &&
-        mdlen >= 12) {
-        static const char hex[] = "0123456789abcdef";
-        for (int i = 0; i < 12; i++) {
-            tag[2 * i] = hex[md[i] >> 4];
-            tag[2 * i + 1] = hex[md[i] & 15];
-        }
-        tag[24] = '\0';
-    } else {
+    if (!e->body || !digest_hex(e->body, (size_t)e->st.st_size, tag, 24)) {
         snprintf(tag, sizeof(tag), "%llx",
                  (unsigned long long)e->st.st_mtim.tv_sec * 1000000000ULL +
                      (unsigned long long)e->st.st_mtim.tv_nsec);

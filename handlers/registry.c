@@ -55,11 +55,11 @@ int handlers_generation_init(struct runtime *rt)
         if (!registry[i]->generation_init)
             continue;
         char err[256] = "out of memory";
+        rt->handler_free[i] = registry[i]->generation_free; /* also what a failure left */
         if (registry[i]->generation_init(rt, &rt->handler_state[i], err, sizeof(err)) < 0) {
             fprintf(stderr, "%s\n", err);
             return -1;
         }
-        rt->handler_free[i] = registry[i]->generation_free;
     }
     return 0;
 }

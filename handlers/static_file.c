@@ -70,8 +70,10 @@ static int static_generation_init(struct runtime *rt, void **state, char *err, s
 static void static_generation_free(void *state)
 {
     struct static_generation *g = state;
-    fc_destroy(g->fc);
-    mime_table_free(g->mime);
+    if (g->fc)
+        fc_destroy(g->fc);
+    if (g->mime)
+        mime_table_free(g->mime);
     free(g);
 }
 
@@ -415,52 +417,59 @@ fail:
 
 /* Answer GET/HEAD for a regular file (conditionals, ranges, precompressed and on-the-fly
  * variants). */
+/* Pick the representation: a variant the client accepts (a sibling the user made, else one
+ * compressed on the fly), or the file. NULL when none is acceptable (406). */
+static struct fc_entry *pick_representation(struct static_files *sf, struct exchange *ex,
+                                            struct fc_entry *e, bool *otf)
+{
+    const struct http_request *req = ex->req;
+    *otf = false;
+    struct strview aeh = HTTP_KNOWN(req, H_ACCEPT_ENCODING);
+    if (!aeh.ptr)
+        return e;
+    struct accept_enc ae;
+    parse_accept_encoding(aeh, &ae);
+    /* A range request gets no on-the-fly variant but identity (as nginx does): the offsets a
+     * client resumes from must not depend on whether compression finished. */
+    bool ranged = HTTP_KNOWN(req, H_RANGE).ptr && req->method == HTTP_GET && ae.identity > 0;
+    bool otf_ok = sf->cl && e->compressible && !ranged;
+    struct fc_entry *avail[FC_NENC];
+    /* Ties go to the better compression: br, zstd, gzip. `best`: among the available
+     * representations; `want`: among those that could be, if this one is missing. */
+    int best = -1, want = -1;
+    for (int i = 0; i < FC_NENC; i++) {
+        avail[i] = e->variant[i] ? e->variant[i] : otf_ok ? fc_otf(e, i) : NULL;
+        if (ae.q[i] <= 0)
+            continue;
+        if (avail[i] && (best < 0 || ae.q[i] > ae.q[best]))
+            best = i;
+        if ((avail[i] || otf_ok) && (want < 0 || ae.q[i] > ae.q[want]))
+            want = i;
+    }
+    if (want >= 0 && !avail[want] && ae.q[want] >= ae.identity) {
+        /* Made in-line (small files), found in the cache directory, or queued: never waited
+         * for. */
+        struct fc_entry *v = compress_want(sf->cl, ex->rt, e, (enum fc_encoding)want);
+        if (v) {
+            avail[want] = v;
+            best = want;
+        }
+    }
+    if (best >= 0 && ae.q[best] >= ae.identity) {
+        *otf = avail[best] != e->variant[best];
+        return avail[best];
+    }
+    return ae.identity == 0 ? NULL : e; /* identity excluded, no acceptable coding: 406 */
+}
+
 static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_entry *e)
 {
     const struct http_request *req = ex->req;
     const struct loc_conf *lc = ex->loc;
-
-    /* Pick the representation: a variant the client accepts (a sibling the user made, else
-     * one compressed on the fly), or the file. */
-    struct fc_entry *rep = e;
-    bool rep_otf = false;
-    struct strview aeh = HTTP_KNOWN(req, H_ACCEPT_ENCODING);
-    if (aeh.ptr) {
-        struct accept_enc ae;
-        parse_accept_encoding(aeh, &ae);
-        /* A range request gets no on-the-fly variant but identity (as nginx does): the
-         * offsets a client resumes from must not depend on whether compression finished. */
-        bool ranged = HTTP_KNOWN(req, H_RANGE).ptr && req->method == HTTP_GET && ae.identity > 0;
-        bool otf_ok = sf->cl && e->compressible && !ranged;
-        struct fc_entry *avail[FC_NENC];
-        /* Ties go to the better compression: br, zstd, gzip. `best`: among the available
-         * representations; `want`: among those that could be, if this one is missing. */
-        int best = -1, want = -1;
-        for (int i = 0; i < FC_NENC; i++) {
-            avail[i] = e->variant[i] ? e->variant[i] : otf_ok ? fc_otf(e, i) : NULL;
-            if (ae.q[i] <= 0)
-                continue;
-            if (avail[i] && (best < 0 || ae.q[i] > ae.q[best]))
-                best = i;
-            if ((avail[i] || otf_ok) && (want < 0 || ae.q[i] > ae.q[want]))
-                want = i;
-        }
-        if (want >= 0 && !avail[want] && ae.q[want] >= ae.identity) {
-            /* Made in-line (small files), found in the cache directory, or queued: never
-             * waited for. */
-            struct fc_entry *v = compress_want(sf->cl, ex->rt, e, (enum fc_encoding)want);
-            if (v) {
-                avail[want] = v;
-                best = want;
-            }
-        }
-        if (best >= 0 && ae.q[best] >= ae.identity) {
-            rep = avail[best];
-            rep_otf = rep != e->variant[best];
-        } else if (ae.identity == 0) {
-            return ex_error(ex, 406); /* identity excluded, no acceptable coding available */
-        }
-    }
+    bool rep_otf;
+    struct fc_entry *rep = pick_representation(sf, ex, e, &rep_otf);
+    if (!rep)
+        return ex_error(ex, 406);
 
     /* Preconditions, in RFC 9110 13.2.2 order. */
     struct strview im = HTTP_KNOWN(req, H_IF_MATCH);
@@ -661,21 +670,10 @@ static void human_size(char *out, size_t cap, off_t size)
         snprintf(out, cap, "%.1f %ciB", v, units[u]);
 }
 
-/* An HTML (or JSON, for Accept: application/json) listing of the directory ex->path, written
- * into an anonymous file and sent from it. Not a hot path: allocation is fine here. */
-static int list_directory(struct exchange *ex)
+/* The entries of directory `d` (dot-files only when the location shows hidden files), or NULL
+ * when out of memory. */
+static struct dirent_info *read_entries(DIR *d, const struct loc_conf *lc, size_t *count)
 {
-    const struct loc_conf *lc = ex->loc;
-    const struct http_request *req = ex->req;
-    const char *rel = ex->path_len > 1 ? ex->path + 1 : ".";
-    int dfd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, O_DIRECTORY);
-    if (dfd < 0)
-        return ex_error(ex, dfd == -ENOENT ? 404 : 403);
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        close(dfd);
-        return ex_error(ex, 500);
-    }
     size_t n = 0, cap = 64;
     struct dirent_info *ents = malloc(cap * sizeof(*ents));
     struct dirent *de;
@@ -697,6 +695,97 @@ static int list_directory(struct exchange *ex)
         if (!ents[n - 1].name)
             n--;
     }
+    *count = n;
+    return ents;
+}
+
+static void listing_json(FILE *f, const struct dirent_info *ents, size_t n)
+{
+    fputs("[", f);
+    for (size_t i = 0; i < n; i++) {
+        char date[32];
+        http_date_format(ents[i].mtime, date);
+        fputs(i ? ",\n {\"name\":" : "\n {\"name\":", f);
+        json_escape(f, ents[i].name);
+        fprintf(f, ",\"type\":\"%s\",\"size\":%lld,\"mtime\":\"%s\"}",
+                ents[i].dir ? "directory" : "file", (long long)ents[i].size, date);
+    }
+    fputs("\n]\n", f);
+}
+
+static void listing_html(FILE *f, const char *path, size_t path_len,
+                         const struct dirent_info *ents, size_t n)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+          "<title>Index of ", f);
+    html_escape(f, path);
+    fputs("</title><style>body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:"
+          "60rem;padding:1rem}table{width:100%;border-collapse:collapse}th,td{text-align:"
+          "left;padding:.35rem .5rem;border-bottom:1px solid #ddd}td.s,th.s{text-align:right;"
+          "white-space:nowrap}a{text-decoration:none}@media(max-width:40rem){td.m,th.m"
+          "{display:none}}@media(prefers-color-scheme:dark){body{background:#111;color:#ddd}"
+          "a{color:#8bf}th,td{border-color:#333}}</style></head>\n<body><h1>Index of ", f);
+    html_escape(f, path);
+    fputs("</h1>\n<table><thead><tr><th><a href=\"?sort=name\">Name</a></th>"
+          "<th class=\"s\"><a href=\"?sort=size&amp;order=desc\">Size</a></th>"
+          "<th class=\"m\"><a href=\"?sort=mtime&amp;order=desc\">Modified</a></th></tr>"
+          "</thead><tbody>\n", f);
+    if (path_len > 1)
+        fputs("<tr><td><a href=\"../\">../</a></td><td class=\"s\">-</td>"
+              "<td class=\"m\"></td></tr>\n", f);
+    for (size_t i = 0; i < n; i++) {
+        char date[32], sz[32];
+        http_date_format(ents[i].mtime, date);
+        human_size(sz, sizeof(sz), ents[i].size);
+        fputs("<tr><td><a href=\"./", f);
+        url_escape(f, ents[i].name);
+        fputs(ents[i].dir ? "/\">" : "\">", f);
+        html_escape(f, ents[i].name);
+        fprintf(f, "%s</a></td><td class=\"s\">%s</td><td class=\"m\">%s</td></tr>\n",
+                ents[i].dir ? "/" : "", ents[i].dir ? "-" : sz, date);
+    }
+    fputs("</tbody></table></body></html>\n", f);
+}
+
+/* The listing into an anonymous file: its descriptor (at its end), or -1. */
+static int write_listing(const struct exchange *ex, bool json, const struct dirent_info *ents,
+                         size_t n)
+{
+    int fd = memfd_create("lfhttpd-listing", MFD_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (json)
+        listing_json(f, ents, n);
+    else
+        listing_html(f, ex->path, ex->path_len, ents, n);
+    fflush(f);
+    int out = dup(fd);
+    fclose(f);
+    return out;
+}
+
+/* An HTML (or JSON, for Accept: application/json) listing of the directory ex->path, written
+ * into an anonymous file and sent from it. Not a hot path: allocation is fine here. */
+static int list_directory(struct exchange *ex)
+{
+    const struct loc_conf *lc = ex->loc;
+    const struct http_request *req = ex->req;
+    const char *rel = ex->path_len > 1 ? ex->path + 1 : ".";
+    int dfd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, O_DIRECTORY);
+    if (dfd < 0)
+        return ex_error(ex, dfd == -ENOENT ? 404 : 403);
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return ex_error(ex, 500);
+    }
+    size_t n;
+    struct dirent_info *ents = read_entries(d, lc, &n);
     closedir(d);
     if (!ents)
         return ex_error(ex, 503);
@@ -713,67 +802,12 @@ static int list_directory(struct exchange *ex)
         tl_sort_desc = memmem(q.ptr, q.len, "order=desc", 10) != NULL;
     }
     qsort(ents, n, sizeof(*ents), cmp_entries);
-
-    int fd = memfd_create("lfhttpd-listing", MFD_CLOEXEC);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    bool json = false;
     struct strview accept = HTTP_KNOWN(req, H_ACCEPT);
-    if (accept.ptr && memmem(accept.ptr, accept.len, "application/json", 16))
-        json = true;
-    if (f && json) {
-        fputs("[", f);
-        for (size_t i = 0; i < n; i++) {
-            char date[32];
-            http_date_format(ents[i].mtime, date);
-            fputs(i ? ",\n {\"name\":" : "\n {\"name\":", f);
-            json_escape(f, ents[i].name);
-            fprintf(f, ",\"type\":\"%s\",\"size\":%lld,\"mtime\":\"%s\"}",
-                    ents[i].dir ? "directory" : "file", (long long)ents[i].size, date);
-        }
-        fputs("\n]\n", f);
-    } else if (f) {
-        fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-              "<title>Index of ", f);
-        html_escape(f, ex->path);
-        fputs("</title><style>body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:"
-              "60rem;padding:1rem}table{width:100%;border-collapse:collapse}th,td{text-align:"
-              "left;padding:.35rem .5rem;border-bottom:1px solid #ddd}td.s,th.s{text-align:right;"
-              "white-space:nowrap}a{text-decoration:none}@media(max-width:40rem){td.m,th.m"
-              "{display:none}}@media(prefers-color-scheme:dark){body{background:#111;color:#ddd}"
-              "a{color:#8bf}th,td{border-color:#333}}</style></head>\n<body><h1>Index of ", f);
-        html_escape(f, ex->path);
-        fputs("</h1>\n<table><thead><tr><th><a href=\"?sort=name\">Name</a></th>"
-              "<th class=\"s\"><a href=\"?sort=size&amp;order=desc\">Size</a></th>"
-              "<th class=\"m\"><a href=\"?sort=mtime&amp;order=desc\">Modified</a></th></tr>"
-              "</thead><tbody>\n", f);
-        if (ex->path_len > 1)
-            fputs("<tr><td><a href=\"../\">../</a></td><td class=\"s\">-</td>"
-                  "<td class=\"m\"></td></tr>\n", f);
-        for (size_t i = 0; i < n; i++) {
-            char date[32], sz[32];
-            http_date_format(ents[i].mtime, date);
-            human_size(sz, sizeof(sz), ents[i].size);
-            fputs("<tr><td><a href=\"./", f);
-            url_escape(f, ents[i].name);
-            fputs(ents[i].dir ? "/\">" : "\">", f);
-            html_escape(f, ents[i].name);
-            fprintf(f, "%s</a></td><td class=\"s\">%s</td><td class=\"m\">%s</td></tr>\n",
-                    ents[i].dir ? "/" : "", ents[i].dir ? "-" : sz, date);
-        }
-        fputs("</tbody></table></body></html>\n", f);
-    }
+    bool json = accept.ptr && memmem(accept.ptr, accept.len, "application/json", 16);
+    int out = write_listing(ex, json, ents, n);
     for (size_t i = 0; i < n; i++)
         free(ents[i].name);
     free(ents);
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
-        return ex_error(ex, 503);
-    }
-    fflush(f);
-    int out = dup(fd);
-    fclose(f);
     if (out < 0)
         return ex_error(ex, 503);
     off_t total = lseek(out, 0, SEEK_END);

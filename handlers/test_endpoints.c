@@ -24,7 +24,6 @@
 #include "builtin.h"
 #include "handler.h"
 #include "exchange.h"
-#include "server.h"
 #include "site.h"
 
 #define BYTES_MAX (100ull * 1024 * 1024)
@@ -43,7 +42,6 @@ static const char pattern_line[] =
 _Static_assert(PATTERN_SIZE % (sizeof(pattern_line) - 1) == 0, "the pattern must tile 64 KiB");
 
 struct tests {
-    struct server *srv;
     char pattern[PATTERN_SIZE]; /* pattern_line repeated; immutable after create */
     char stars[4096];           /* drip bytes */
 };
@@ -90,13 +88,13 @@ static struct tx *tx_new(struct exchange **exp)
 static void *tests_create(const struct handler_env *env, const struct loc_conf *lc, char *err,
                           size_t errlen)
 {
+    (void)env;
     (void)lc;
     struct tests *ts = malloc(sizeof(*ts));
     if (!ts) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    ts->srv = env->srv;
     for (size_t i = 0; i < PATTERN_SIZE; i += sizeof(pattern_line) - 1)
         memcpy(ts->pattern + i, pattern_line, sizeof(pattern_line) - 1);
     memset(ts->stars, '*', sizeof(ts->stars));

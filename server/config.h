@@ -120,6 +120,11 @@ void config_free(struct config *cfg);
 /* Does the configuration have a TLS listener? */
 bool config_has_tls(const struct config *cfg);
 
+/* tls_certificate CERT KEY [SERVER_NAME...] (and --cert/--key): add a certificate. `line` is
+ * the file's line (0: the command line). Returns 0 or -1 (message printed). */
+int config_add_certificate(struct config *cfg, const char *where, unsigned line, char **args,
+                           int nargs);
+
 /* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT" or "PORT" into `la`. Returns 0 or -EINVAL. */
 int config_parse_listen(const char *s, struct listen_addr *la);
 

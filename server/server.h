@@ -54,8 +54,9 @@ struct server {
     _Atomic unsigned drain_timeout;
     _Atomic unsigned drain_delay;
 
-    struct handle_set *hs;       /* hs[0]: the shared set (timers, signals, CGI of its
-                                    connections); reuseport: hs[i] is thread i's set */
+    struct handle_set *hs;       /* hs[0]: the shared set (timers, signals, and with
+                                    leader-followers everything); reuseport: hs[i] is
+                                    thread i's set */
     unsigned nhs;
     struct thread_pool pool;
     struct listener listeners[SERVER_MAX_LISTENERS];

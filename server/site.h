@@ -105,11 +105,6 @@ void site_set_free(struct site_set *ss);
 /* Initialise an unset loc_conf (everything inherits). */
 void loc_conf_init(struct loc_conf *lc);
 
-/* Is `name` a site-level directive (valid at the top level, in server and location blocks)? */
-bool site_directive_known(const char *name);
-/* Apply a site-level directive to `lc`. Prints "WHERE: reason" and returns -1 on error. */
-int site_apply(struct loc_conf *lc, const char *where, const char *name, char **args, int nargs);
-
 /* Add a `server NAME... {` block / a `location MATCH {` block. Return the new object or NULL
  * (after printing "WHERE: reason"). */
 struct site *site_add_server(struct site_set *ss, const char *where, char **names, int nnames);
