@@ -15,7 +15,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev libbrotli-dev \
-        libzstd-dev \
+        libzstd-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./

@@ -2,6 +2,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 #include "config.h"
 #include "log.h"
@@ -13,6 +14,12 @@ int main(int argc, char **argv)
 {
     if (probe_requested(argc, argv))
         return probe_main(argc, argv); /* the health-check client, not the server */
+
+    /* Capabilities given through the ambient set (the unit's AmbientCapabilities=, to bind
+     * ports below 1024 without root) stay this process's own, but go no further: a CGI script
+     * must not inherit them. Fails harmlessly on kernels without ambient capabilities. */
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+
     static struct config cfg;
     switch (config_from_args(&cfg, argc, argv)) {
     case CONFIG_EXIT_OK:
