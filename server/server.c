@@ -149,7 +149,7 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     if (pending)
         server_reload(srv, pending);
     if (!draining)
-        watch_tick(srv, now);
+        watch_tick(srv->watch, now);
     systemd_tick(&srv->sd);
     hs_rearm(srv->hs, eh, EPOLLIN);
 }
@@ -380,6 +380,49 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
     return (int)copies;
 }
 
+/* watch.h's reload: the same as SIGHUP's. */
+static void reload_cb(void *arg, const char *why)
+{
+    server_reload(arg, why);
+}
+
+/* The server's own handles in the shared set: signals, the tick, stop, the handler timers and
+ * the reload_on_change watcher. */
+static int add_core_handles(struct server *srv)
+{
+    /* Signals are taken from a signalfd in the handle set; block them in every thread (the
+     * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (add_handle(srv, &srv->signals, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC), &signal_ops,
+                   "signalfd") < 0)
+        return -1;
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    struct itimerspec its = { .it_interval = { 0, TICK_MS * 1000000L },
+                              .it_value = { 0, TICK_MS * 1000000L } };
+    if (tfd >= 0)
+        timerfd_settime(tfd, 0, &its, NULL);
+    if (add_handle(srv, &srv->timer, tfd, &timer_ops, "timerfd") < 0)
+        return -1;
+    if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
+        return -1;
+    int rc = timer_init(&srv->timers, srv->hs);
+    if (rc < 0) {
+        fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
+        return -1;
+    }
+    srv->watch = watch_new(&srv->hs[0], reload_cb, srv);
+    if (!srv->watch)
+        return -1;
+    return 0;
+}
+
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
@@ -445,34 +488,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     }
     note_https_port(srv);
 
-    /* Signals are taken from a signalfd in the handle set; block them in every thread (the
-     * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    if (add_handle(srv, &srv->signals, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC), &signal_ops,
-                   "signalfd") < 0)
-        return -1;
-    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    struct itimerspec its = { .it_interval = { 0, TICK_MS * 1000000L },
-                              .it_value = { 0, TICK_MS * 1000000L } };
-    if (tfd >= 0)
-        timerfd_settime(tfd, 0, &its, NULL);
-    if (add_handle(srv, &srv->timer, tfd, &timer_ops, "timerfd") < 0)
-        return -1;
-    if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
-        return -1;
-    rc = timer_init(&srv->timers, srv->hs);
-    if (rc < 0) {
-        fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
-        return -1;
-    }
-    if (watch_init(srv) < 0)
+    if (add_core_handles(srv) < 0)
         return -1;
 
     if (log_open(c->error_log) < 0)
@@ -489,7 +505,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     }
     char err[128];
     /* after dropping privileges: watch what the server can still read */
-    if (watch_update(srv, c, err, sizeof(err)) < 0) {
+    if (watch_update(srv->watch, c, err, sizeof(err)) < 0) {
         fprintf(stderr, "lfhttpd: reload_on_change: %s\n", err);
         return -1;
     }
@@ -594,7 +610,7 @@ void server_reload(struct server *srv, const char *why)
     /* After every attempt: what the running configuration names (a failed reload keeps it). */
     struct runtime *rt = server_runtime(srv);
     char err[128];
-    if (watch_update(srv, &rt->cfg, err, sizeof(err)) < 0)
+    if (watch_update(srv->watch, &rt->cfg, err, sizeof(err)) < 0)
         log_error("%s: reload_on_change: %s; changes are not watched", why, err);
     runtime_unref(rt);
     pthread_mutex_unlock(&srv->reload_lock);
@@ -666,7 +682,8 @@ void server_destroy(struct server *srv)
      * stop next (they could touch an exchange), then what is left is freed (connections still
      * open when the drain deadline passed: their exchanges are aborted). */
     timer_destroy(&srv->timers); /* before what its entries live in */
-    watch_destroy(srv);
+    watch_free(srv->watch);
+    srv->watch = NULL;
     handlers_stop(srv);
     while (srv->conns) {
         struct conn *c = srv->conns;

@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "handle_set.h"
 #include "log.h"
-#include "server.h"
 #include "site.h"
 
 /* On a directory: a name in it created, replaced, written, removed or changed mode. */
@@ -31,7 +32,9 @@ struct watched {
 
 struct config_watch {
     struct event_handler eh; /* first member: the inotify fd in the shared handle set */
-    struct server *srv;
+    struct handle_set *hs;   /* the shared set */
+    watch_reload_fn reload;  /* the owner's reload (server_reload), from the tick */
+    void *reload_arg;
     /* The table is rebuilt by whichever thread reloads and read by whichever thread drains the
      * descriptor: both hold the lock, briefly (no I/O but inotify_add_watch under it). */
     pthread_mutex_t lock;
@@ -42,6 +45,14 @@ struct config_watch {
     _Atomic int64_t due;    /* monotonic ms at which to reload; 0: nothing pending */
     _Atomic int64_t first;  /* the first event of the pending burst */
 };
+
+/* The tick's clock (server.c's now_ms): the debounce compares times taken by both. */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static bool kubelet_name(const char *name)
 {
@@ -113,25 +124,26 @@ static void on_inotify(struct event_handler *eh, uint32_t events, struct worker 
         pthread_mutex_unlock(&w->lock);
     }
     if (hit)
-        schedule(w, now_ms());
-    hs_rearm(w->srv->hs, eh, EPOLLIN);
+        schedule(w, mono_ms());
+    hs_rearm(w->hs, eh, EPOLLIN);
 }
 
 static const struct event_handler_ops inotify_ops = { .handle_event = on_inotify };
 
-int watch_init(struct server *srv)
+struct config_watch *watch_new(struct handle_set *hs, watch_reload_fn reload, void *arg)
 {
     struct config_watch *w = calloc(1, sizeof(*w));
     if (!w) {
         fprintf(stderr, "lfhttpd: out of memory\n");
-        return -1;
+        return NULL;
     }
     pthread_mutex_init(&w->lock, NULL);
-    w->srv = srv;
+    w->hs = hs;
+    w->reload = reload;
+    w->reload_arg = arg;
     w->eh.ops = &inotify_ops;
     w->eh.fd = -1; /* made by the first configuration that turns reload_on_change on */
-    srv->watch = w;
-    return 0;
+    return w;
 }
 
 /* The inotify handle, made once: inotify instances are a per-user resource (128 by default),
@@ -146,7 +158,7 @@ static int inotify_handle(struct config_watch *w, char *err, size_t errcap)
         return -1;
     }
     w->eh.fd = fd;
-    int rc = hs_add(&w->srv->hs[0], &w->eh, EPOLLIN);
+    int rc = hs_add(w->hs, &w->eh, EPOLLIN);
     if (rc < 0) {
         snprintf(err, errcap, "inotify: epoll: %s", strerror(-rc));
         close(fd);
@@ -203,9 +215,8 @@ static bool wd_used(const struct watched *files, unsigned n, int wd)
     return false;
 }
 
-int watch_update(struct server *srv, const struct config *cfg, char *err, size_t errcap)
+int watch_update(struct config_watch *w, const struct config *cfg, char *err, size_t errcap)
 {
-    struct config_watch *w = srv->watch;
     if (!w)
         return 0;
     struct watched *files = NULL;
@@ -246,9 +257,8 @@ int watch_update(struct server *srv, const struct config *cfg, char *err, size_t
     return rc;
 }
 
-void watch_tick(struct server *srv, int64_t now)
+void watch_tick(struct config_watch *w, int64_t now)
 {
-    struct config_watch *w = srv->watch;
     if (!w)
         return;
     int64_t due = atomic_load(&w->due);
@@ -264,12 +274,11 @@ void watch_tick(struct server *srv, int64_t now)
     w->named = false;
     pthread_mutex_unlock(&w->lock);
     log_notice("reload_on_change: %s changed: reloading the configuration", what);
-    server_reload(srv, "reload_on_change");
+    w->reload(w->reload_arg, "reload_on_change");
 }
 
-void watch_destroy(struct server *srv)
+void watch_free(struct config_watch *w)
 {
-    struct config_watch *w = srv->watch;
     if (!w)
         return;
     if (w->eh.fd >= 0)
@@ -279,5 +288,4 @@ void watch_destroy(struct server *srv)
     free(w->files);
     pthread_mutex_destroy(&w->lock);
     free(w);
-    srv->watch = NULL;
 }

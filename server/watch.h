@@ -4,8 +4,8 @@
  * pool thread leads when it becomes readable drains it (non-blocking, a bounded amount per
  * event) and only notes that a reload is due. The reload itself runs from the timer tick once
  * the changes have settled (debounced: WATCH_QUIET_MS after the last event, at most
- * WATCH_MAX_WAIT_MS after the first), and is the same atomic reload as SIGHUP
- * (server_reload): a file with an error keeps the running generation and the error log says
+ * WATCH_MAX_WAIT_MS after the first), and is the same atomic reload as SIGHUP (the owner's
+ * callback: server_reload, so this file never reaches back into server.c): a file with an error keeps the running generation and the error log says
  * FILE:LINE: reason.
  *
  * Why a handle and not a poll from the tick: the tick would have to read the descriptor every
@@ -26,20 +26,24 @@
 #include <stdint.h>
 
 struct config;
-struct server;
+struct config_watch;
+struct handle_set;
+
+/* The reload to run when a change has settled; `why` names it in the log. */
+typedef void (*watch_reload_fn)(void *arg, const char *why);
 
 #define WATCH_QUIET_MS 300
 #define WATCH_MAX_WAIT_MS 2000
 
-/* Set up the watcher; its inotify handle is made (and added to the shared handle set) by the
- * first configuration with reload_on_change on. Returns 0 or -1 (message printed). */
-int watch_init(struct server *srv);
+/* The watcher; its inotify handle is made (and added to `hs`, the shared handle set) by the
+ * first configuration with reload_on_change on. NULL when out of memory (message printed). */
+struct config_watch *watch_new(struct handle_set *hs, watch_reload_fn reload, void *arg);
 /* Watch what `cfg` names if it has reload_on_change on, nothing otherwise. Called after start-up
  * and after every reload attempt (with the configuration then running). Returns 0, or -1 with
  * a reason in `err` when reload_on_change is on but inotify cannot be had (nothing watched). */
-int watch_update(struct server *srv, const struct config *cfg, char *err, size_t errcap);
+int watch_update(struct config_watch *w, const struct config *cfg, char *err, size_t errcap);
 /* From the timer tick: reload if a change has settled. */
-void watch_tick(struct server *srv, int64_t now);
-void watch_destroy(struct server *srv);
+void watch_tick(struct config_watch *w, int64_t now);
+void watch_free(struct config_watch *w);
 
 #endif
