@@ -222,8 +222,10 @@ if run_container "$C" --read-only --cap-drop=ALL --security-opt=no-new-privilege
         bash -c '[[ "$1" == "with 1 threads ("*"cgroup CPU quota 50000/100000 us = 1 CPU rounded up"* ]]' _ "$threads"
 
     stop_container "$C"
-    check "podman stop (SIGTERM): exit code $EXIT_CODE, ${STOP_MS} ms" \
-        bash -c '[ "$1" = 0 ] && [ "$2" -lt 3000 ]' _ "$EXIT_CODE" "$STOP_MS"
+    # Exit code 0: the server ended on SIGTERM by itself; the SIGKILL after the stop timeout
+    # would give 137. (The time is shown, not compared: it depends on the machine's load.)
+    check "podman stop (SIGTERM): exit code $EXIT_CODE (137 if killed), ${STOP_MS} ms" \
+        test "$EXIT_CODE" = 0
     podman logs "$C" >"$TMP/site.log" 2>&1
     check "the log (stderr) shows the graceful drain" \
         bash -c 'grep -q "SIGTERM received: shutting down gracefully" "$1" && grep -q "draining:" "$1" \
@@ -259,8 +261,8 @@ if run_container "$C" --read-only -v "$SITE:/srv/www:ro"; then
     stop_container "$C"
     wait "$curl_pid"
     curl_rc=$?
-    check "podman stop during a download: exit code $EXIT_CODE, ${STOP_MS} ms (< 10 s: no SIGKILL)" \
-        bash -c '[ "$1" = 0 ] && [ "$2" -lt 9000 ]' _ "$EXIT_CODE" "$STOP_MS"
+    check "podman stop during a download: exit code $EXIT_CODE (137 if killed), ${STOP_MS} ms" \
+        test "$EXIT_CODE" = 0
     check "the download in flight completed byte-identical (curl exit $curl_rc, $(cat "$TMP/big.status"))" \
         bash -c '[ "$1" = 0 ] && cmp -s "$2" "$3"' _ "$curl_rc" "$TMP/big.bin" "$SITE/big.bin"
     if [ "$curl_rc" != 0 ] && [ "$EXIT_CODE" = 0 ]; then
@@ -420,8 +422,8 @@ STOP_MS=$(( ($(date +%s%N) - start) / 1000000 ))
 wait "$curl_pid"
 curl_rc=$?
 EXIT_CODE=$(podman inspect --format '{{.State.ExitCode}}' "$c")
-check "pod 0 stopped: exit code $EXIT_CODE after ${STOP_MS} ms (SIGKILL only after ${GRACE} s)" \
-    bash -c '[ "$1" = 0 ] && [ "$2" -lt $(($3 * 1000)) ]' _ "$EXIT_CODE" "$STOP_MS" "$GRACE"
+check "pod 0 stopped: exit code $EXIT_CODE (137 if killed after ${GRACE} s), after ${STOP_MS} ms" \
+    test "$EXIT_CODE" = 0
 check "the download in flight arrived complete (curl exit $curl_rc, $(cat "$TMP/dl.status"), same bytes as from pod 1)" \
     bash -c '[ "$1" = 0 ] && cmp -s "$2" "$3"' _ "$curl_rc" "$TMP/dl.bin" "$TMP/ref.bin"
 podman logs "$c" >"$TMP/pod.0.log" 2>&1
