@@ -423,6 +423,32 @@ static int add_core_handles(struct server *srv)
     return 0;
 }
 
+/* The sockets systemd passed, then every configured listener (on a passed socket where one
+ * matches it, else bound here); a passed socket that no listener takes is an error. */
+static int open_listeners(struct server *srv, const struct config *c)
+{
+    if (systemd_init(&srv->sd, TICK_MS) < 0)
+        return -1;
+    srv->sd.summary = status_summary;
+    srv->sd.summary_arg = srv;
+    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
+    if (unused) {
+        fprintf(stderr, "lfhttpd: socket '%s' passed by systemd is used by no listener (add "
+                        "'listen systemd:%s' or 'tls_listen systemd:%s', or listen on its "
+                        "address)\n", unused->name, unused->name, unused->name);
+        return -1;
+    }
+    for (unsigned i = 0, n = 0; i < c->nlisten; i++) {
+        int used = open_listener(srv, n, &c->listen[i]);
+        if (used < 0)
+            return -1;
+        n += (unsigned)used;
+        atomic_store(&srv->nlisteners, n);
+    }
+    note_https_port(srv);
+    return 0;
+}
+
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
@@ -468,25 +494,8 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
         fprintf(stderr, "lfhttpd: thread pool: %s\n", strerror(-rc));
         return -1;
     }
-    if (systemd_init(&srv->sd, TICK_MS) < 0)
+    if (open_listeners(srv, c) < 0)
         return -1;
-    srv->sd.summary = status_summary;
-    srv->sd.summary_arg = srv;
-    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
-    if (unused) {
-        fprintf(stderr, "lfhttpd: socket '%s' passed by systemd is used by no listener (add "
-                        "'listen systemd:%s' or 'tls_listen systemd:%s', or listen on its "
-                        "address)\n", unused->name, unused->name, unused->name);
-        return -1;
-    }
-    for (unsigned i = 0, n = 0; i < c->nlisten; i++) {
-        int used = open_listener(srv, n, &c->listen[i]);
-        if (used < 0)
-            return -1;
-        n += (unsigned)used;
-        atomic_store(&srv->nlisteners, n);
-    }
-    note_https_port(srv);
 
     if (add_core_handles(srv) < 0)
         return -1;
