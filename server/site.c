@@ -158,11 +158,13 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
 
 int site_add_builtins(struct site_set *ss, const char *test_prefix)
 {
-    static const char *const builtins[][2] = {
-        { "/healthz", "health" },
-        { "/server-status", "status" },
-        { "/metrics", "metrics" },
-        { NULL, "test" },
+    static const char *const builtins[][3] = {
+        { "/healthz", "health", NULL },
+        { "/livez", "health", "live" },
+        { "/readyz", "health", "ready" },
+        { "/server-status", "status", NULL },
+        { "/metrics", "metrics", NULL },
+        { NULL, "test", NULL },
     };
     for (unsigned i = 0; i < ss->nsites; i++) {
         struct site *s = &ss->sites[i];
@@ -179,6 +181,8 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
             if (!lc)
                 return -1;
             lc->handler = xstrdup(builtins[b][1]);
+            if (builtins[b][2])
+                lc->handler_arg = xstrdup(builtins[b][2]);
         }
     }
     return 0;
