@@ -12,7 +12,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev libbrotli-dev \
-        libzstd-dev \
+        libzstd-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -35,8 +35,8 @@ FROM debian:bookworm-slim
 # `-e LFHTTPD_HEALTHCHECK_PATH=/`.
 ARG HEALTHCHECK_PATH=/healthz
 
-# libssl3 and libbrotli1 (libcrypt1, zlib1g, libzstd1 and bash are in the base image already;
-# named here so that the image says what the binary links).
+# libssl3 and libbrotli1 (libcrypt1, zlib1g, libzstd1, libsystemd0 and bash are in the base
+# image already; named here so that the image says what the binary links).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libssl3 \
         libbrotli1 zlib1g libzstd1 \

@@ -8,8 +8,23 @@
 #   make test                 install missing packages, build, run every test
 #                             (TESTS=SUBSTRING: only the tests whose name contains it)
 #   make deps                 install the missing Debian packages of the build and the tests
+#   make install              install into PREFIX (default /usr/local; DESTDIR for staging):
+#                             sbin/lfhttpd, share/lfhttpd/www, the man pages, the systemd units
+#                             (UNITDIR), /etc/lfhttpd (SYSCONFDIR; an existing file is never
+#                             overwritten), /etc/logrotate.d/lfhttpd, /var/log/lfhttpd (LOGDIR)
+#   make uninstall            remove what install put there (not a changed configuration, not logs)
+#   make man                  the man pages lfhttpd(8) and lfhttpd.conf(5), from README.md, in
+#                             build/man/
+#   make package              the Debian package (dpkg-buildpackage -b on a copy of the tree;
+#                             its test subset runs): build/package/lfhttpd_VERSION_ARCH.deb
+#   make package-test         make package, then lintian and checks of the .deb's contents
+#                             (tests/package/run.sh)
+#   make package-install-test the .deb installed with apt-get in a fresh bookworm container, then
+#                             serving the default site (tests/package/container.sh; as root)
 #   make container-test       build the container image with podman and test it (as root;
 #                             installs podman and makes a local base image when missing)
+#   make quickstart-test      the README's quick start, line by line, in a fresh bookworm
+#                             container: make run serves, make test passes (as root; podman)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
 #   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
 #   make soak                 mixed checked traffic, reloads and log rotations for SOAK_SECONDS
@@ -28,9 +43,11 @@
 # starts make again with the same goals and variables; that second make sees the machine as
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
-DEPS_GOALS := run test fuzz fuzz-run container-test bench soak
+DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench soak install man \
+              package package-test package-install-test
 DEPS_SETS  := build \
-    $(if $(filter test fuzz-run container-test soak,$(MAKECMDGOALS)),test) \
+    $(if $(filter test fuzz-run container-test quickstart-test soak,$(MAKECMDGOALS)),test) \
+    $(if $(filter package package-test package-install-test,$(MAKECMDGOALS)),package) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
     $(if $(filter bench,$(MAKECMDGOALS)),bench)
 
@@ -96,7 +113,7 @@ endif
 CPPFLAGS += -D_GNU_SOURCE $(LLHTTP_DEFS) -Iserver -Ihandlers -I$(LLHTTP_INC)
 CFLAGS   += -std=gnu11 $(OPT) -fno-omit-frame-pointer $(HARDEN) $(SANFLAGS) -pthread
 LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
-LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd
+LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd
 
 SRCS := $(wildcard server/*.c) $(wildcard handlers/*.c)
 OBJS := $(SRCS:%.c=$(BUILD)/obj/%.o)
@@ -108,8 +125,8 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZERS := fuzz_request fuzz_connection fuzz_config
 FUZZ_SECONDS ?= 60
 
-.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test bench \
-        soak
+.PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test \
+        quickstart-test bench soak install uninstall man package package-test package-install-test
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -180,6 +197,9 @@ SOAK_SECONDS ?= 600
 soak: all
 	@python3 tests/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS)
 
+quickstart-test:
+	@bash tests/quickstart/run.sh
+
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).
 $(BUILD)/ceiling: bench/ceiling.c
@@ -199,6 +219,83 @@ $(BUILD)/fault/libfault.so: tests/fault/fault.c
 
 bench: all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py
+
+# ---- Installing -------------------------------------------------------------------------------
+# The paths written into the installed configuration, units, logrotate snippet and man pages.
+# DESTDIR only prefixes where files are copied (staging, packages), never those paths.
+PREFIX     ?= /usr/local
+SBINDIR    ?= $(PREFIX)/sbin
+DATADIR    ?= $(PREFIX)/share
+MANDIR     ?= $(DATADIR)/man
+SYSCONFDIR ?= /etc
+LOGDIR     ?= /var/log/lfhttpd
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+# The account the service runs as (the package creates lfhttpd; make install users create it).
+SERVICE_USER  ?= lfhttpd
+SERVICE_GROUP ?= lfhttpd
+DIST := $(BUILD)/dist
+SUBST := sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+             -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@LOGDIR@|$(LOGDIR)|g' -e 's|@UNITDIR@|$(UNITDIR)|g' \
+             -e 's|@SERVICE_USER@|$(SERVICE_USER)|g' -e 's|@SERVICE_GROUP@|$(SERVICE_GROUP)|g'
+# The default site: www/ without the CGI demos (the installed configuration runs no CGI).
+SITE_FILES = $(shell find www -path www/cgi-bin -prune -o -type f -print)
+
+# Everything whose text holds an installation path, made again on every call (the paths are
+# variables of this call): build/dist/.
+man:
+	@rm -rf $(DIST) && mkdir -p $(DIST) $(BUILD)/man
+	@for page in lfhttpd.8 lfhttpd.conf.5; do \
+	    python3 tools/mkman.py README.md man/$$page.in $(DIST)/$$page.mdoc && \
+	    $(SUBST) $(DIST)/$$page.mdoc > $(BUILD)/man/$$page && \
+	    cp $(BUILD)/man/$$page $(DIST)/$$page || exit 1; \
+	done
+	@$(SUBST) conf/system.conf.in > $(DIST)/lfhttpd.conf
+	@$(SUBST) deploy/systemd/lfhttpd.service.in > $(DIST)/lfhttpd.service
+	@$(SUBST) deploy/logrotate/lfhttpd.in > $(DIST)/logrotate
+
+install: all man
+	install -D -m 755 $(BUILD)/lfhttpd $(DESTDIR)$(SBINDIR)/lfhttpd
+	@for f in $(SITE_FILES); do \
+	    install -D -m 644 $$f $(DESTDIR)$(DATADIR)/lfhttpd/$$f || exit 1; \
+	done
+	install -D -m 644 $(DIST)/lfhttpd.8 $(DESTDIR)$(MANDIR)/man8/lfhttpd.8
+	install -D -m 644 $(DIST)/lfhttpd.conf.5 $(DESTDIR)$(MANDIR)/man5/lfhttpd.conf.5
+	install -D -m 644 $(DIST)/lfhttpd.service $(DESTDIR)$(UNITDIR)/lfhttpd.service
+	install -D -m 644 deploy/systemd/lfhttpd.socket $(DESTDIR)$(UNITDIR)/lfhttpd.socket
+	install -D -m 644 $(DIST)/logrotate $(DESTDIR)$(SYSCONFDIR)/logrotate.d/lfhttpd
+	install -d -m 755 $(DESTDIR)$(LOGDIR)
+	@# The configuration: an existing file is the administrator's, never overwritten.
+	@for f in lfhttpd.conf:$(DIST)/lfhttpd.conf mime.types:conf/mime.types; do \
+	    dest=$(DESTDIR)$(SYSCONFDIR)/lfhttpd/$${f%%:*}; \
+	    if [ -e $$dest ]; then echo "install: kept $$dest (the new one is $${f#*:})"; \
+	    else echo "install -D -m 644 $${f#*:} $$dest"; install -D -m 644 $${f#*:} $$dest || exit 1; fi; \
+	done
+
+# Removes what install put there; a configuration file is removed only when unchanged, logs
+# never.
+uninstall: man
+	rm -f $(DESTDIR)$(SBINDIR)/lfhttpd
+	rm -rf $(DESTDIR)$(DATADIR)/lfhttpd
+	rm -f $(DESTDIR)$(MANDIR)/man8/lfhttpd.8 $(DESTDIR)$(MANDIR)/man5/lfhttpd.conf.5
+	rm -f $(DESTDIR)$(UNITDIR)/lfhttpd.service $(DESTDIR)$(UNITDIR)/lfhttpd.socket
+	rm -f $(DESTDIR)$(SYSCONFDIR)/logrotate.d/lfhttpd
+	@for f in lfhttpd.conf:$(DIST)/lfhttpd.conf mime.types:conf/mime.types; do \
+	    dest=$(DESTDIR)$(SYSCONFDIR)/lfhttpd/$${f%%:*}; \
+	    if [ -e $$dest ] && ! cmp -s $$dest $${f#*:}; then echo "uninstall: kept $$dest (changed)"; \
+	    else rm -f $$dest; fi; \
+	done
+	@rmdir $(DESTDIR)$(SYSCONFDIR)/lfhttpd $(DESTDIR)$(LOGDIR) 2>/dev/null || true
+
+# The Debian package (debian/): built from a copy of the tree, so that neither dh clean nor
+# dpkg-buildpackage's output next to the source touch this one.
+package:
+	@bash tests/package/build.sh build/package
+
+package-test:
+	@bash tests/package/run.sh
+
+package-install-test:
+	@bash tests/package/container.sh
 
 clean:
 	rm -rf build build-tsan build-asan build-fuzz

@@ -209,13 +209,19 @@ static void status_json(struct out *o, const struct server_snapshot *s)
     outf(o, "\"compress\":{\"made\":{\"br\":%llu,\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
             "\"bytes_out\":%llu,\"not_smaller\":%llu,\"failed\":%llu,\"disk_hits\":%llu,"
             "\"disk_writes\":%llu,\"disk_evictions\":%llu,\"dropped\":%llu,\"queued\":%u,"
-            "\"running\":%u},",
+            "\"running\":%u,",
          (unsigned long long)z->made[FC_BR], (unsigned long long)z->made[FC_ZSTD],
          (unsigned long long)z->made[FC_GZIP], (unsigned long long)z->bytes_in,
          (unsigned long long)z->bytes_out, (unsigned long long)z->not_smaller,
          (unsigned long long)z->failed, (unsigned long long)z->disk_hits,
          (unsigned long long)z->disk_writes, (unsigned long long)z->disk_evictions,
          (unsigned long long)z->dropped, z->queued, z->running);
+    outf(o, "\"dynamic\":{\"made\":{\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
+            "\"bytes_out\":%llu,\"busy\":%llu,\"failed\":%llu,\"active\":%u}},",
+         (unsigned long long)z->stream_made[FC_ZSTD], (unsigned long long)z->stream_made[FC_GZIP],
+         (unsigned long long)z->stream_in, (unsigned long long)z->stream_out,
+         (unsigned long long)z->stream_busy, (unsigned long long)z->stream_failed,
+         z->stream_active);
     outf(o, "\"workers\":[");
     for (unsigned i = 0; i < s->core.nworkers; i++)
         outf(o, "%s{\"role\":\"%s\",\"events\":%llu,\"requests\":%llu,\"bytes_sent\":%llu,"
@@ -323,6 +329,21 @@ static int metrics_handle(void *inst, struct exchange *ex)
     metric(&o, "lfhttpd_compress_cache_dir_hits_total", "counter",
            "Variants found in compress_cache_dir.", s.cz.disk_hits);
     metric(&o, "lfhttpd_compress_queued", "gauge", "Compression jobs waiting.", s.cz.queued);
+    outf(&o, "# HELP lfhttpd_compress_dynamic_responses_total Streamed responses compressed "
+             "(compress_dynamic), by coding.\n"
+             "# TYPE lfhttpd_compress_dynamic_responses_total counter\n");
+    for (int i = FC_ZSTD; i <= FC_GZIP; i++)
+        outf(&o, "lfhttpd_compress_dynamic_responses_total{coding=\"%s\"} %llu\n",
+             fc_encoding_names[i], (unsigned long long)s.cz.stream_made[i]);
+    metric(&o, "lfhttpd_compress_dynamic_input_bytes_total", "counter",
+           "Bytes of streamed bodies compressed.", s.cz.stream_in);
+    metric(&o, "lfhttpd_compress_dynamic_output_bytes_total", "counter",
+           "Bytes they compressed into.", s.cz.stream_out);
+    metric(&o, "lfhttpd_compress_dynamic_busy_total", "counter",
+           "Streamed responses sent identity: compress_dynamic_max were being compressed.",
+           s.cz.stream_busy);
+    metric(&o, "lfhttpd_compress_dynamic_active", "gauge", "Streamed responses being compressed.",
+           s.cz.stream_active);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
            (unsigned long long)s.core.uptime);
     metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.core.draining);

@@ -361,7 +361,7 @@ static int begin_response(struct cgi_job *job, const struct cgi_head *h)
         RESP_HEADER(&r, "Location", h->location.ptr, h->location.len);
     for (unsigned i = 0; i < h->nfields; i++)
         resp_header(&r, h->name[i].ptr, h->name[i].len, h->value[i].ptr, h->value[i].len);
-    if (r.overflow || r.len + 128 > r.cap)
+    if (r.overflow || r.len + 192 > r.cap) /* room for the framing and a filter's fields */
         return job_error(job, 502, "response head too large");
     job->head_done = true;
     int rc = ex_stream_begin(ex, &r, h->content_length);

@@ -45,16 +45,85 @@ static bool type_matches(const char *p, const char *t, size_t n)
     return !memchr(t + pre, '/', n - pre - suf);
 }
 
+bool compress_type_ok(const struct loc_conf *lc, const char *type, size_t len)
+{
+    size_t n = 0; /* the media type without its parameters */
+    while (n < len && type[n] != ';' && type[n] != ' ' && type[n] != '\t')
+        n++;
+    for (int i = 0; i < lc->ncompress_types; i++)
+        if (type_matches(lc->compress_types[i], type, n))
+            return true;
+    return false;
+}
+
 bool compress_eligible(const struct loc_conf *lc, const char *type, uint64_t size)
 {
     if (!lc->compress || size == 0 || size < (uint64_t)lc->compress_min_size ||
         size > COMPRESS_MAX_INPUT || !type)
         return false;
-    size_t n = strcspn(type, "; \t"); /* the media type without its parameters */
-    for (int i = 0; i < lc->ncompress_types; i++)
-        if (type_matches(lc->compress_types[i], type, n))
-            return true;
-    return false;
+    return compress_type_ok(lc, type, strlen(type));
+}
+
+/* ---- negotiation ------------------------------------------------------------------------------ */
+
+/* q-value of one Accept-Encoding element's parameters, in thousandths (1000 when absent);
+ * -1 when malformed. */
+static int parse_q(const char *p, const char *end)
+{
+    while (p < end) {
+        while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
+            p++;
+        if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+            p += 2;
+            if (p == end || (*p != '0' && *p != '1'))
+                return -1;
+            int q = (*p++ - '0') * 1000;
+            if (p < end && *p == '.') {
+                p++;
+                for (int scale = 100; p < end && *p >= '0' && *p <= '9'; scale /= 10)
+                    q += (*p++ - '0') * scale;
+            }
+            while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+            return p == end && q <= 1000 ? q : -1;
+        }
+        while (p < end && *p != ';')
+            p++;
+    }
+    return 1000;
+}
+
+void compress_accept_parse(struct strview hdr, struct accept_enc *ae)
+{
+    static const char *const names[FC_NENC] = { "br", "zstd", "gzip" };
+    int star = -1;
+    for (int i = 0; i < FC_NENC; i++)
+        ae->q[i] = -1;
+    ae->identity = -1;
+    struct strview item;
+    while (hdr.ptr && sv_list_next(&hdr, &item)) {
+        const char *semi = memchr(item.ptr, ';', item.len);
+        struct strview coding = sv_trim((struct strview){ item.ptr, semi ? (size_t)(semi - item.ptr) : item.len });
+        int q = semi ? parse_q(semi, item.ptr + item.len) : 1000;
+        if (q < 0)
+            continue;
+        if (SV_CASE_EQ(coding, "*"))
+            star = q;
+        else if (SV_CASE_EQ(coding, "identity"))
+            ae->identity = q;
+        else if (SV_CASE_EQ(coding, "x-gzip"))
+            ae->q[FC_GZIP] = q;
+        for (int i = 0; i < FC_NENC; i++)
+            if (sv_case_eq(coding, names[i], strlen(names[i])))
+                ae->q[i] = q;
+    }
+    for (int i = 0; i < FC_NENC; i++)
+        if (ae->q[i] < 0)
+            ae->q[i] = star >= 0 ? star : 0;
+    /* Unlisted identity is acceptable (unless `*;q=0` excludes it) but not preferred over a
+     * coding the client listed, whatever that coding's q. */
+    if (ae->identity < 0)
+        ae->identity = star >= 0 ? (star == 0 ? 0 : 1) : 1;
 }
 
 /* ---- the codings ------------------------------------------------------------------------------ */
@@ -315,6 +384,7 @@ struct compressor {
     _Atomic unsigned running;
     _Atomic uint64_t made[FC_NENC], bytes_in, bytes_out, not_smaller, failed, disk_hits,
         disk_writes, disk_evictions, dropped;
+    struct compress_streams streams;
 };
 
 struct compress_loc {
@@ -959,6 +1029,16 @@ void compress_loc_destroy(struct compress_loc *cl)
     free(cl);
 }
 
+void *compress_process_start(_Atomic(void *) *process, char *err, size_t errlen)
+{
+    return compressor_start(process, err, errlen);
+}
+
+struct compress_streams *compress_streams_of(void *process)
+{
+    return process ? &((struct compressor *)process)->streams : NULL;
+}
+
 void compress_get_stats(void *process, struct compress_stats *out)
 {
     memset(out, 0, sizeof(*out));
@@ -978,6 +1058,14 @@ void compress_get_stats(void *process, struct compress_stats *out)
     GET(dropped);
     GET(running);
 #undef GET
+    const struct compress_streams *st = &cz->streams;
+    for (int i = 0; i < FC_NENC; i++)
+        out->stream_made[i] = atomic_load_explicit(&st->made[i], memory_order_relaxed);
+    out->stream_in = atomic_load_explicit(&st->bytes_in, memory_order_relaxed);
+    out->stream_out = atomic_load_explicit(&st->bytes_out, memory_order_relaxed);
+    out->stream_busy = atomic_load_explicit(&st->busy, memory_order_relaxed);
+    out->stream_failed = atomic_load_explicit(&st->failed, memory_order_relaxed);
+    out->stream_active = atomic_load_explicit(&st->active, memory_order_relaxed);
     pthread_mutex_lock(&cz->lock);
     out->queued = cz->queued;
     pthread_mutex_unlock(&cz->lock);

@@ -36,7 +36,9 @@
 #include <stdint.h>
 
 #include "file_cache.h"
+#include "strview.h"
 
+struct ex_filter_ops;
 struct loc_conf;
 struct runtime;
 struct server;
@@ -49,6 +51,8 @@ struct server;
 #define COMPRESS_THREADS 2
 #define COMPRESS_QUEUE_MAX 256
 
+/* Does Content-Type `type` (`len` bytes, parameters allowed) match `lc`'s compress_types? */
+bool compress_type_ok(const struct loc_conf *lc, const char *type, size_t len);
 /* Is a file of Content-Type `type` and `size` bytes compressed on the fly in `lc`? (compress
  * on, compress_min_size <= size <= COMPRESS_MAX_INPUT, type matches compress_types) */
 bool compress_eligible(const struct loc_conf *lc, const char *type, uint64_t size);
@@ -67,15 +71,45 @@ void compress_loc_destroy(struct compress_loc *cl);
 struct fc_entry *compress_want(struct compress_loc *cl, struct runtime *rt, struct fc_entry *e,
                                enum fc_encoding enc);
 
+/* What a client's Accept-Encoding (RFC 9110 12.5.3) accepts: q-values in thousandths per
+ * coding (br, zstd, gzip: 0 = not acceptable) and for identity (unlisted identity is 1: still
+ * acceptable, but below any coding the client listed). Absent header: identity only. */
+struct accept_enc {
+    int q[FC_NENC];
+    int identity;
+};
+void compress_accept_parse(struct strview hdr, struct accept_enc *ae);
+
+/* Compression of streamed responses (compress_dynamic, compress_stream.c): process-wide
+ * accounting, in the compressor's state. */
+struct compress_streams {
+    _Atomic unsigned active;           /* compressing now (at most compress_dynamic_max) */
+    _Atomic uint64_t made[FC_NENC];    /* responses compressed, per coding (zstd, gzip) */
+    _Atomic uint64_t bytes_in, bytes_out, busy, failed;
+};
+
 struct compress_stats {
     uint64_t made[FC_NENC];     /* variants made, per coding (br, zstd, gzip) */
     uint64_t bytes_in, bytes_out; /* of the variants made */
     uint64_t not_smaller, failed, disk_hits, disk_writes, disk_evictions, dropped;
     unsigned queued, running;
+    /* streamed responses (compress_dynamic) */
+    uint64_t stream_made[FC_NENC], stream_in, stream_out, stream_busy, stream_failed;
+    unsigned stream_active;
 };
 /* The counters of the compressor (the static handler type's process-wide state, NULL when no
  * location compresses: all zero). */
 void compress_get_stats(void *process, struct compress_stats *out);
+
+/* The static handler type's process-wide state (the compressor), made if it is not there yet:
+ * what compress_dynamic needs even where no location compresses files. NULL (with a reason in
+ * err) when out of memory. */
+void *compress_process_start(_Atomic(void *) *process, char *err, size_t errlen);
+/* Its streams' accounting (process: the compressor, or NULL). */
+struct compress_streams *compress_streams_of(void *process);
+/* The streamed-body filter (compress_stream.c): the static handler type installs it in every
+ * generation where a location says compress_dynamic on. */
+extern const struct ex_filter_ops compress_stream_filter;
 
 /* At exit, after the server's last runtime reference is gone (queued jobs hold runtimes): stop
  * the compressor threads (a job in progress stops at its next chunk), drop the queued jobs and

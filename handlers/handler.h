@@ -40,10 +40,12 @@ struct handler_env {
 
 struct handler_ops {
     const char *name;
-    /* Per configuration generation (optional): build the type's state for `rt` before its
-     * locations' instances are created (it may set rt->error_page); free it with the
-     * generation. Returns 0, or -1 with a reason in err. */
-    int (*generation_init)(struct runtime *rt, void **state, char *err, size_t errlen);
+    /* Per configuration generation (optional): build the type's state for env->rt before its
+     * locations' instances are created (it may set rt->error_page and rt->stream_filter, and
+     * make its process-wide state; env->generation is NULL); free it with the generation.
+     * Returns 0, or -1 with a reason in err. */
+    int (*generation_init)(const struct handler_env *env, void **state, char *err,
+                           size_t errlen);
     void (*generation_free)(void *state);
     /* Process-wide state in the server's slot, if create() made some (optional): stop()
      * after the pool has stopped and before the connections are freed (no thread of the
@@ -87,7 +89,7 @@ void *handler_process_state(struct server *srv, const struct handler_ops *ops);
 void *handler_generation_state(const struct runtime *rt, const struct handler_ops *ops);
 /* Build every type's per-generation state for `rt`. Prints one line and returns -1 on failure
  * (what was built is freed with the runtime). */
-int handlers_generation_init(struct runtime *rt);
+int handlers_generation_init(struct server *srv, struct runtime *rt);
 /* At exit, after the pool has stopped: stop(), before the connections are freed ... */
 void handlers_stop(struct server *srv);
 /* ... and release(), at the very end. */

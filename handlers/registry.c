@@ -49,14 +49,15 @@ void *handler_generation_state(const struct runtime *rt, const struct handler_op
     return i < 0 ? NULL : rt->handler_state[i];
 }
 
-int handlers_generation_init(struct runtime *rt)
+int handlers_generation_init(struct server *srv, struct runtime *rt)
 {
     for (unsigned i = 0; i < NTYPES; i++) {
         if (!registry[i]->generation_init)
             continue;
         char err[256] = "out of memory";
+        struct handler_env env = { srv, rt, &srv->handler_state[i], NULL };
         rt->handler_free[i] = registry[i]->generation_free; /* also what a failure left */
-        if (registry[i]->generation_init(rt, &rt->handler_state[i], err, sizeof(err)) < 0) {
+        if (registry[i]->generation_init(&env, &rt->handler_state[i], err, sizeof(err)) < 0) {
             fprintf(stderr, "%s\n", err);
             return -1;
         }

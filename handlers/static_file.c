@@ -48,8 +48,23 @@ struct static_files {
 
 static int static_error_page(struct exchange *ex, int status);
 
-static int static_generation_init(struct runtime *rt, void **state, char *err, size_t errlen)
+/* Does a location of `rt` compress streamed responses? */
+static bool any_compress_dynamic(const struct runtime *rt)
 {
+    const struct site_set *ss = &rt->cfg.sites;
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        const struct site *s = &ss->sites[i];
+        for (unsigned j = 0; j <= s->nlocs; j++)
+            if ((j == 0 ? &s->base : &s->locs[j - 1])->compress_dynamic == 1)
+                return true;
+    }
+    return false;
+}
+
+static int static_generation_init(const struct handler_env *env, void **state, char *err,
+                                  size_t errlen)
+{
+    struct runtime *rt = env->rt;
     struct static_generation *g = calloc(1, sizeof(*g));
     if (!g)
         return -1;
@@ -64,6 +79,11 @@ static int static_generation_init(struct runtime *rt, void **state, char *err, s
         return -1;
     }
     rt->error_page = static_error_page; /* every location's error_page is a static file */
+    if (any_compress_dynamic(rt)) { /* its counters live with the compressor */
+        if (!compress_process_start(env->process, err, errlen))
+            return -1;
+        rt->stream_filter = &compress_stream_filter;
+    }
     return 0;
 }
 
@@ -110,33 +130,12 @@ static void static_destroy(void *inst)
 
 /* ---- header parsing helpers ------------------------------------------------------------------ */
 
-/* Take the next comma-separated element of a header value (quotes respected). */
-static bool next_element(struct strview *list, struct strview *item)
-{
-    while (list->len && (list->ptr[0] == ',' || list->ptr[0] == ' ' || list->ptr[0] == '\t')) {
-        list->ptr++;
-        list->len--;
-    }
-    if (!list->len)
-        return false;
-    const char *start = list->ptr;
-    bool quoted = false;
-    while (list->len && (quoted || list->ptr[0] != ',')) {
-        if (list->ptr[0] == '"')
-            quoted = !quoted;
-        list->ptr++;
-        list->len--;
-    }
-    *item = sv_trim((struct strview){ start, (size_t)(list->ptr - start) });
-    return true;
-}
-
 /* Does the entity-tag list `hdr` match `etag`? Weak comparison ignores W/; strong comparison
  * never matches a weak tag. "*" matches any current representation. */
 static bool etag_list_matches(struct strview hdr, const char *etag, size_t etag_len, bool weak)
 {
     struct strview item;
-    while (next_element(&hdr, &item)) {
+    while (sv_list_next(&hdr, &item)) {
         if (item.len == 1 && item.ptr[0] == '*')
             return true;
         if (item.len > 2 && item.ptr[0] == 'W' && item.ptr[1] == '/') {
@@ -149,72 +148,6 @@ static bool etag_list_matches(struct strview hdr, const char *etag, size_t etag_
             return true;
     }
     return false;
-}
-
-/* q-value of one Accept-Encoding element's parameters, in thousandths (1000 when absent);
- * -1 when malformed. */
-static int parse_q(const char *p, const char *end)
-{
-    while (p < end) {
-        while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
-            p++;
-        if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
-            p += 2;
-            if (p == end || (*p != '0' && *p != '1'))
-                return -1;
-            int q = (*p++ - '0') * 1000;
-            if (p < end && *p == '.') {
-                p++;
-                for (int scale = 100; p < end && *p >= '0' && *p <= '9'; scale /= 10)
-                    q += (*p++ - '0') * scale;
-            }
-            while (p < end && (*p == ' ' || *p == '\t'))
-                p++;
-            return p == end && q <= 1000 ? q : -1;
-        }
-        while (p < end && *p != ';')
-            p++;
-    }
-    return 1000;
-}
-
-struct accept_enc {
-    int q[FC_NENC]; /* br, zstd, gzip */
-    int identity;
-};
-
-/* Parse Accept-Encoding (RFC 9110 12.5.3). Absent header: identity only. */
-static void parse_accept_encoding(struct strview hdr, struct accept_enc *ae)
-{
-    static const char *const names[FC_NENC] = { "br", "zstd", "gzip" };
-    int star = -1;
-    for (int i = 0; i < FC_NENC; i++)
-        ae->q[i] = -1;
-    ae->identity = -1;
-    struct strview item;
-    while (hdr.ptr && next_element(&hdr, &item)) {
-        const char *semi = memchr(item.ptr, ';', item.len);
-        struct strview coding = sv_trim((struct strview){ item.ptr, semi ? (size_t)(semi - item.ptr) : item.len });
-        int q = semi ? parse_q(semi, item.ptr + item.len) : 1000;
-        if (q < 0)
-            continue;
-        if (SV_CASE_EQ(coding, "*"))
-            star = q;
-        else if (SV_CASE_EQ(coding, "identity"))
-            ae->identity = q;
-        else if (SV_CASE_EQ(coding, "x-gzip"))
-            ae->q[FC_GZIP] = q;
-        for (int i = 0; i < FC_NENC; i++)
-            if (sv_case_eq(coding, names[i], strlen(names[i])))
-                ae->q[i] = q;
-    }
-    for (int i = 0; i < FC_NENC; i++)
-        if (ae->q[i] < 0)
-            ae->q[i] = star >= 0 ? star : 0;
-    /* Unlisted identity is acceptable (unless `*;q=0` excludes it) but not preferred over a
-     * coding the client listed, whatever that coding's q. */
-    if (ae->identity < 0)
-        ae->identity = star >= 0 ? (star == 0 ? 0 : 1) : 1;
 }
 
 struct range {
@@ -232,7 +165,7 @@ static int parse_ranges(struct strview hdr, uint64_t size, struct range *out)
     struct strview list = { hdr.ptr + 6, hdr.len - 6 };
     struct strview item;
     int n = 0, specs = 0;
-    while (next_element(&list, &item)) {
+    while (sv_list_next(&list, &item)) {
         if (++specs > MAX_RANGES)
             return -1;
         const char *dash = memchr(item.ptr, '-', item.len);
@@ -428,7 +361,7 @@ static struct fc_entry *pick_representation(struct static_files *sf, struct exch
     if (!aeh.ptr)
         return e;
     struct accept_enc ae;
-    parse_accept_encoding(aeh, &ae);
+    compress_accept_parse(aeh, &ae);
     /* A range request gets no on-the-fly variant but identity (as nginx does): the offsets a
      * client resumes from must not depend on whether compression finished. */
     bool ranged = HTTP_KNOWN(req, H_RANGE).ptr && req->method == HTTP_GET && ae.identity > 0;

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -22,6 +23,29 @@ static _Atomic bool shortage_logged;
 
 static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
 static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_on_event };
+
+/* l->url from the socket's bound address ("https://[::1]:8443"). */
+static void set_url(struct listener *l, int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    memset(&ss, 0, sizeof(ss));
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    const char *scheme = l->addr.tls ? "https" : "http";
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+        port = ntohs(s6->sin6_port);
+        snprintf(l->url, sizeof(l->url), "%s://[%s]:%u", scheme, host, port);
+    } else {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+        port = ntohs(s4->sin_port);
+        snprintf(l->url, sizeof(l->url), "%s://%s:%u", scheme, host, port);
+    }
+}
 
 int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
                   const struct sockaddr_storage *bind_to)
@@ -50,26 +74,25 @@ int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
     /* Wake only when the client has sent something (its request or TLS hello). */
     int defer = 10;
     setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer));
-
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    getsockname(fd, (struct sockaddr *)&ss, &len);
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
-        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-        port = ntohs(s6->sin6_port);
-        snprintf(l->url, sizeof(l->url), "%s://[%s]:%u", la->tls ? "https" : "http", host, port);
-    } else {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
-        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-        port = ntohs(s4->sin_port);
-        snprintf(l->url, sizeof(l->url), "%s://%s:%u", la->tls ? "https" : "http", host, port);
-    }
+    set_url(l, fd);
     l->eh.fd = fd;
     l->eh.ops = &acceptor_ops;
     l->srv = srv;
+    return 0;
+}
+
+int acceptor_adopt(struct server *srv, struct listener *l, int fd)
+{
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (copy < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: %s\n", l->addr.text, strerror(errno));
+        return -1;
+    }
+    set_url(l, copy);
+    l->eh.fd = copy;
+    l->eh.ops = &acceptor_ops;
+    l->srv = srv;
+    l->inherited = true;
     return 0;
 }
 

@@ -19,6 +19,9 @@ struct server;
  * returns -1 on failure. */
 int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
                   const struct sockaddr_storage *bind_to);
+/* Use a socket systemd passed (systemd.h) as the listener: a duplicate of `fd`, so that the
+ * listener owns its descriptor like a bound one. Prints one line and returns -1 on failure. */
+int acceptor_adopt(struct server *srv, struct listener *l, int fd);
 /* Register a listener in the handle set. Returns 0 or -errno. */
 int acceptor_start(struct listener *l);
 /* Re-arm a paused listener if accepting may resume (not draining, below the limit). */

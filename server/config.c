@@ -57,6 +57,7 @@ static int config_defaults(struct config *cfg)
     cfg->drain_timeout = 30000;
     cfg->cgi_timeout = 30000;
     cfg->cgi_max = 64;
+    cfg->compress_dynamic_max = 64;
     snprintf(cfg->cgi_env_pass[0], sizeof(cfg->cgi_env_pass[0]), "PATH");
     cfg->ncgi_env_pass = 1;
     if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||
@@ -92,6 +93,15 @@ int config_parse_listen(const char *s, struct listen_addr *la)
     const char *port;
     memset(la, 0, sizeof(*la));
     snprintf(la->text, sizeof(la->text), "%s", s);
+    if (!strncmp(s, "systemd:", 8)) { /* a socket passed by systemd, by FileDescriptorName= */
+        const char *name = s + 8;
+        size_t n = strlen(name);
+        if (!n || n >= sizeof(la->fdname) ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@-") != n)
+            return -EINVAL;
+        memcpy(la->fdname, name, n + 1);
+        return 0;
+    }
     if (s[0] == '[') {
         const char *end = strchr(s, ']');
         if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))

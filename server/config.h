@@ -26,6 +26,8 @@ struct listen_addr {
     bool proxy_protocol;    /* connections start with a PROXY protocol header */
     bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
     unsigned line;          /* line in config_file it came from; 0: the command line */
+    char fdname[64];        /* `systemd:NAME`: the sockets systemd passed under that name
+                               (systemd.h); ss is then unset */
 };
 
 /* One certificate for the TLS listeners (tls_certificate / --cert + --key). */
@@ -95,6 +97,7 @@ struct config {
     /* CGI (handlers/cgi.c). */
     unsigned cgi_timeout;      /* ms a script may run before its process group is killed */
     unsigned cgi_max;          /* scripts running at once; more -> 503 */
+    unsigned compress_dynamic_max; /* streamed responses compressed at once; more: identity */
     char cgi_env_pass[CONFIG_MAX_ENV_PASS][64]; /* server environment variables scripts get */
     unsigned ncgi_env_pass;
 
@@ -123,8 +126,8 @@ bool config_has_tls(const struct config *cfg);
 int config_add_certificate(struct config *cfg, const char *where, unsigned line, char **args,
                            int nargs);
 
-/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT" or "PORT" into `la`. Returns 0, -EINVAL, or
- * -ENOMEM (the resolver ran out of memory). */
+/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT", "PORT" or "systemd:NAME" into `la`. Returns 0,
+ * -EINVAL, or -ENOMEM (the resolver ran out of memory). */
 int config_parse_listen(const char *s, struct listen_addr *la);
 
 #endif

@@ -205,12 +205,22 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
     }
     bool log = !strcmp(d->name, "access_log") || !strcmp(d->name, "error_log");
     if (log && strcmp(v, "off") && strcmp(v, "stdout") && strcmp(v, "stderr")) {
-        int fd = open(v, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, v, strerror(errno));
-            return -1;
+        /* Checked, not created: `lfhttpd -t` run by root must not leave a root-owned log
+         * file that the service's own user then cannot open. */
+        int fd = open(v, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+        } else {
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof(dir), "%s", v);
+            char *slash = strrchr(dir, '/');
+            if (slash)
+                *(slash == dir ? slash + 1 : slash) = '\0';
+            if (errno != ENOENT || access(slash ? dir : ".", W_OK | X_OK) < 0) {
+                fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, v, strerror(errno));
+                return -1;
+            }
         }
-        close(fd);
     } else if (!strcmp(d->name, "mime_types") && access(v, R_OK) < 0) {
         fprintf(stderr, "%s: mime_types %s: %s\n", x->where, v, strerror(errno));
         return -1;
@@ -234,7 +244,8 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
     if (rc == -ENOMEM)
         return oom(x);
     if (rc < 0) {
-        fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT or [V6]:PORT)\n",
+        fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT or "
+                        "systemd:NAME)\n",
                 x->where, args[0]);
         return -1;
     }
@@ -748,6 +759,9 @@ const struct directive directive_table[] = {
     { "compress_cache_dir", IN_ANY, ONE, d_path_or_off, LOC(compress_cache_dir), 0, 0, 0, 0 },
     { "compress_cache_size", IN_ANY, ONE, d_number,
       NUM(LOC(compress_cache_size), F_I64, U_SIZE, 64 * 1024, INT64_MAX / 1024) },
+    { "compress_dynamic", IN_ANY, ONE, d_onoff, LOC(compress_dynamic), F_INT, 0, 0, 0 },
+    { "compress_dynamic_max", IN_TOP, ONE, d_number,
+      NUM(TOP(compress_dynamic_max), F_UNSIGNED, U_COUNT, 0, 100000) },
 };
 const size_t directive_count = sizeof(directive_table) / sizeof(directive_table[0]);
 

@@ -43,6 +43,9 @@ struct ex_deferred {
     bool expect_continue;           /* the client waits for 100 Continue before its body */
     uint8_t framing;                /* XF_* once a stream has begun */
     uint64_t left;                  /* XF_LENGTH: body bytes still to send */
+    const struct ex_filter_ops *fops; /* the generation's stream filter, when it offered */
+    unsigned offer;                 /* what it offered (ex_defer) */
+    void *filter;                   /* its state once the stream's body is filtered */
     /* The request's fields the access log and an internal redirect need, in `strings`. */
     struct strview method, target, host, referer, ua, user;
     char *redirect;                 /* ex_redirect(): the target, NUL-terminated */
@@ -281,6 +284,9 @@ struct exchange *ex_defer(struct exchange *ex, void *state)
     xd->d.sink = ex->sink;
     xd->d.watch_set.fd = -1;
     xd->d.responded = ex->responded;
+    const struct ex_filter_ops *filter = ex->rt->stream_filter;
+    if (filter && (xd->offer = filter->offer(ex)) != 0)
+        xd->fops = filter;
     /* The stack exchange is retired: serve() finds the heap one through ex->xd, and any other
      * use of it faults at once instead of writing where nobody reads. */
     ex->xd = xd;
@@ -390,6 +396,13 @@ int ex_stream_begin(struct exchange *ex, struct response *r, int64_t length)
     assert(xd && !ex->responded);
     if (r->overflow)
         return ex_error(ex, 500);
+    if (xd->fops) {
+        int rc = xd->fops->begin(ex, xd->offer, r, length, &xd->filter);
+        if (rc < 0)
+            return ex_error(ex, ex_status_for_errno(-rc));
+        if (rc > 0)
+            length = -1; /* the filtered body's length is known at its end only */
+    }
     if (http_status_has_no_body(r->status) || ex->head_only) {
         xd->framing = XF_NONE;
     } else if (length >= 0) {
@@ -412,6 +425,38 @@ int ex_stream_begin(struct exchange *ex, struct response *r, int64_t length)
     return send_iov(ex, &iov, 1, 0);
 }
 
+/* Send one piece of a stream's body with its framing, and `end`: the stream's end (the last
+ * chunk) right behind it. The piece may exceed EX_STREAM_MAX by a filter's overhead. */
+static int stream_piece(struct exchange *ex, const void *data, size_t len, bool end)
+{
+    struct ex_deferred *xd = ex->xd;
+    bool chunked = xd->framing == XF_CHUNKED;
+    char hex[24];
+    struct iovec iov[3];
+    int n = 0;
+    ex->body_bytes += len;
+    if (chunked && len) {
+        static const char digits[] = "0123456789abcdef";
+        size_t hl = 0;
+        char tmp[16];
+        for (size_t v = len; v; v >>= 4)
+            tmp[hl++] = digits[v & 15];
+        for (size_t i = 0; i < hl; i++)
+            hex[i] = tmp[hl - 1 - i];
+        hex[hl++] = '\r';
+        hex[hl++] = '\n';
+        iov[n++] = (struct iovec){ hex, hl };
+    }
+    if (len)
+        iov[n++] = (struct iovec){ (void *)(uintptr_t)data, len };
+    if (chunked && (len || end)) {
+        static const char tail[] = "\r\n0\r\n\r\n"; /* the piece's CRLF, then the last chunk */
+        size_t from = len ? 0 : 2, to = end ? sizeof(tail) - 1 : 2;
+        iov[n++] = (struct iovec){ (void *)(uintptr_t)(tail + from), to - from };
+    }
+    return n ? send_iov(ex, iov, n, 0) : 0;
+}
+
 int ex_stream_write(struct exchange *ex, const void *data, size_t len)
 {
     struct ex_deferred *xd = ex->xd;
@@ -427,26 +472,11 @@ int ex_stream_write(struct exchange *ex, const void *data, size_t len)
     }
     if (len > EX_STREAM_MAX || ex_blocked(ex))
         return -EINVAL; /* the caller must wait for writable() */
-    ex->body_bytes += len;
-    char hex[24];
-    struct iovec iov[3];
-    int n = 0;
-    if (xd->framing == XF_CHUNKED) {
-        static const char digits[] = "0123456789abcdef";
-        size_t hl = 0;
-        char tmp[16];
-        for (size_t v = len; v; v >>= 4)
-            tmp[hl++] = digits[v & 15];
-        for (size_t i = 0; i < hl; i++)
-            hex[i] = tmp[hl - 1 - i];
-        hex[hl++] = '\r';
-        hex[hl++] = '\n';
-        iov[n++] = (struct iovec){ hex, hl };
-    }
-    iov[n++] = (struct iovec){ (void *)(uintptr_t)data, len };
-    if (xd->framing == XF_CHUNKED)
-        iov[n++] = (struct iovec){ (void *)(uintptr_t) "\r\n", 2 };
-    return send_iov(ex, iov, n, 0);
+    if (!xd->filter)
+        return stream_piece(ex, data, len, false);
+    char out[EX_FILTER_OUT];
+    ssize_t n = xd->fops->run(xd->filter, data, len, false, out, sizeof(out));
+    return n < 0 ? (int)n : stream_piece(ex, out, (size_t)n, false);
 }
 
 int ex_stream_end(struct exchange *ex)
@@ -454,11 +484,17 @@ int ex_stream_end(struct exchange *ex)
     struct ex_deferred *xd = ex->xd;
     assert(xd && ex->responded);
     int rc = 0;
-    if (xd->framing == XF_CHUNKED) {
+    if (xd->filter && xd->framing != XF_NONE) {
+        /* The filter's last bytes (a coding's trailer), then the end: queued behind whatever
+         * is parked, like every piece. */
+        char out[EX_FILTER_OUT];
+        ssize_t n = xd->fops->run(xd->filter, NULL, 0, true, out, sizeof(out));
+        rc = n < 0 ? (int)n : stream_piece(ex, out, (size_t)n, true);
+    } else if (xd->framing == XF_CHUNKED) {
         /* Queued behind whatever is parked: the sink always takes a stream piece this small. */
-        struct iovec iov = { (void *)(uintptr_t) "0\r\n\r\n", 5 };
-        rc = send_iov(ex, &iov, 1, 0);
-    } else if ((xd->framing == XF_LENGTH && xd->left > 0) || xd->framing == XF_CLOSE) {
+        rc = stream_piece(ex, NULL, 0, true);
+    }
+    if ((xd->framing == XF_LENGTH && xd->left > 0) || xd->framing == XF_CLOSE) {
         /* A promised length not reached, or close-delimited: the client must see the end. */
         ex->keep_alive = false;
     }
@@ -738,6 +774,8 @@ static int x_fail(struct sink_deferral *d, struct worker *w, int status)
 
 static void xd_free(struct ex_deferred *xd)
 {
+    if (xd->filter)
+        xd->fops->free(xd->filter);
     free(xd->redirect);
     free(xd);
 }

@@ -148,4 +148,31 @@ int ex_stream_write(struct exchange *ex, const void *data, size_t len);
  * connection closes after the response). */
 int ex_stream_end(struct exchange *ex);
 
+/* ---- filters of streamed bodies ------------------------------------------------------------ */
+
+/* A filter transforms the body of a streamed response between the handler's ex_stream_write()
+ * and the framing (compression of dynamic responses: handlers/compress_stream.c). A handler
+ * type installs one in a configuration generation (runtime.h: stream_filter); neither the
+ * handler that streams nor the connection knows it is there. */
+struct ex_filter_ops {
+    /* In ex_defer(), while the request is there: what the filter would do for this exchange
+     * (its own small code; 0: nothing, and begin() is not called). */
+    unsigned (*offer)(const struct exchange *ex);
+    /* In ex_stream_begin(), before the head is finished: look at the head `r` (status, fields)
+     * and the body's `length` (-1: unknown); add fields to `r` (Vary, Content-Encoding).
+     * Returns 1 when the body is filtered — its length is then unknown; *state is the
+     * filter's (NULL when there is no body to filter: HEAD) —, 0 when it passes as it is, or
+     * -errno. */
+    int (*begin)(const struct exchange *ex, unsigned offer, struct response *r, int64_t length,
+                 void **state);
+    /* Filter `len` bytes of body (len <= EX_STREAM_MAX; `last`: the body ends after them) into
+     * out[0..cap), cap >= EX_FILTER_OUT. Returns the bytes written, or -errno. */
+    ssize_t (*run)(void *state, const void *in, size_t len, bool last, char *out, size_t cap);
+    void (*free)(void *state);
+};
+
+/* What run() may produce from EX_STREAM_MAX bytes of input, at most: a little more than the
+ * input (incompressible data grows by the codings' block overhead). */
+#define EX_FILTER_OUT (63 * 1024)
+
 #endif

@@ -83,7 +83,7 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     rt->generation = generation;
     rt->access_fd = -1;
     atomic_store_explicit(&rt->refs, 1, memory_order_relaxed);
-    if (handlers_generation_init(rt) < 0)
+    if (handlers_generation_init(srv, rt) < 0)
         goto fail;
     struct site_set *ss = &rt->cfg.sites;
     for (unsigned i = 0; i < ss->nsites; i++) {
@@ -94,7 +94,8 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
             if (init_location(srv, rt, &s->locs[j]) < 0)
                 goto fail;
     }
-    if (access_log_open(rt) < 0)
+    /* -t checks the access log's path (config.c) but does not create the file. */
+    if (!rt->cfg.test_only && access_log_open(rt) < 0)
         goto fail;
     if (rt->cfg.ncerts > 0) {
         rt->tls = tls_ctx_create(&rt->cfg); /* prints its own FILE:LINE error line */

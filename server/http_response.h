@@ -1,7 +1,7 @@
 /* http_response.h — building a response head in a caller-supplied (stack) buffer.
  *
  * Handlers start a head with resp_begin(), add their headers, and hand it to ex_send() or
- * ex_send_file() (http_exchange.h), which add Content-Length, Connection and the final CRLF.
+ * ex_send_file() (exchange.h), which add Content-Length, Connection and the final CRLF.
  * Nothing here allocates. Header values must not contain CR or LF (callers pass values that
  * came through the parser or were built by the server). */
 #ifndef LF_HTTP_RESPONSE_H

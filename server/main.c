@@ -2,6 +2,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 #include "config.h"
 #include "log.h"
@@ -10,6 +11,11 @@
 
 int main(int argc, char **argv)
 {
+    /* Capabilities given through the ambient set (the unit's AmbientCapabilities=, to bind
+     * ports below 1024 without root) stay this process's own, but go no further: a CGI script
+     * must not inherit them. Fails harmlessly on kernels without ambient capabilities. */
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+
     static struct config cfg;
     switch (config_from_args(&cfg, argc, argv)) {
     case CONFIG_EXIT_OK:

@@ -19,6 +19,7 @@
 
 struct exchange;
 struct logfile;
+struct ex_filter_ops;
 struct tls_ctx;
 
 #define RUNTIME_TYPES_MAX 8 /* per-generation slots: one per handler type (handler.h) */
@@ -33,6 +34,9 @@ struct runtime {
     /* The location's own error page for `status`, when a handler type provides them (the
      * static one): 0 when sent, -ENOENT when there is none, or -errno (connection failed). */
     int (*error_page)(struct exchange *ex, int status);
+    /* The filter of streamed response bodies, when a handler type provides one (the static
+     * one's dynamic compression, exchange.h), or NULL. */
+    const struct ex_filter_ops *stream_filter;
     /* Handler types' state for this generation, and how each is freed (handler.h). */
     void *handler_state[RUNTIME_TYPES_MAX];
     void (*handler_free[RUNTIME_TYPES_MAX])(void *state);

@@ -78,15 +78,36 @@ void server_begin_drain(struct server *srv)
     atomic_store(&srv->drain_deadline, now_ms() + timeout);
     log_notice("draining: stopped accepting, %u connection(s) open, deadline %u ms",
                atomic_load(&srv->nconns), timeout);
+    systemd_stopping(&srv->sd, atomic_load(&srv->nconns));
     for (unsigned i = 0; i < srv->nlisteners; i++) {
         hs_del(srv->listeners[i].hs, &srv->listeners[i].eh);
         /* Refuse new connections now; the fd itself stays valid until exit, so an acceptor
-         * still running on another thread cannot touch a reused descriptor. */
-        shutdown(srv->listeners[i].eh.fd, SHUT_RDWR);
+         * still running on another thread cannot touch a reused descriptor. A socket from
+         * systemd is left as it is: systemd holds it for the next start, and connections
+         * made meanwhile wait in its backlog for that instance instead of being refused. */
+        if (!srv->listeners[i].inherited)
+            shutdown(srv->listeners[i].eh.fd, SHUT_RDWR);
     }
     conn_sweep(srv, now_ms(), true, false); /* close idle keep-alive connections */
     if (atomic_load(&srv->nconns) == 0)
         stop_pool(srv);
+}
+
+/* The one-line summary systemd's STATUS= carries. */
+static void status_summary(void *arg, char *out, size_t size)
+{
+    struct server *srv = arg;
+    uint64_t requests = 0;
+    for (unsigned i = 0; i < srv->pool.nworkers; i++)
+        requests += atomic_load_explicit(&srv->pool.workers[i].stats.requests,
+                                         memory_order_relaxed);
+    /* The published runtime's generation: srv->generation belongs to the reloading thread. */
+    struct runtime *rt = server_runtime(srv);
+    snprintf(out, size, "%s: %u connection(s), %llu request(s), configuration generation %u",
+             atomic_load(&srv->draining) ? "draining" : "serving",
+             atomic_load_explicit(&srv->nconns, memory_order_relaxed),
+             (unsigned long long)requests, rt->generation);
+    runtime_unref(rt);
 }
 
 static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w)
@@ -104,6 +125,7 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
+    systemd_tick(&srv->sd);
     hs_rearm(srv->hs, eh, EPOLLIN);
 }
 
@@ -238,15 +260,58 @@ static void note_https_port(struct server *srv)
 static bool same_listener(const struct listen_addr *a, const struct listen_addr *b)
 {
     return a->sslen == b->sslen && !memcmp(&a->ss, &b->ss, a->sslen) &&
-           a->proxy_protocol == b->proxy_protocol && a->tls == b->tls;
+           !strcmp(a->fdname, b->fdname) && a->proxy_protocol == b->proxy_protocol &&
+           a->tls == b->tls;
+}
+
+/* Listeners for `la` from the sockets systemd passed (every one it names or whose address it
+ * has) from slot `i` on: under reuseport each socket gets one slot per handle set, all on
+ * duplicates of the one socket (the kernel cannot spread its connections, but every thread
+ * accepts from it). Returns the number of slots used, 0 when no inherited socket matches `la`,
+ * or -1 with a message printed (nothing left open). */
+static int adopt_listener(struct server *srv, unsigned i, const struct listen_addr *la)
+{
+    unsigned copies = srv->pool.mode == CONC_REUSEPORT ? srv->nhs : 1, n = 0;
+    for (unsigned s = 0; s < srv->sd.nsockets; s++) {
+        if (!systemd_socket_matches(&srv->sd.sockets[s], la))
+            continue;
+        for (unsigned k = 0; k < copies; k++) {
+            if (i + n >= SERVER_MAX_LISTENERS) {
+                fprintf(stderr, "lfhttpd: too many listeners over the server's lifetime (%d)\n",
+                        SERVER_MAX_LISTENERS);
+                goto fail;
+            }
+            struct listener *l = &srv->listeners[i + n];
+            memset(l, 0, sizeof(*l));
+            l->addr = *la;
+            l->hs = &srv->hs[k];
+            l->copy = k;
+            if (acceptor_adopt(srv, l, srv->sd.sockets[s].fd) < 0)
+                goto fail;
+            n++;
+        }
+    }
+    if (n == 0 && la->fdname[0]) {
+        fprintf(stderr, "lfhttpd: listen %s: systemd passed no socket named '%s' "
+                        "(FileDescriptorName= in the .socket unit)\n", la->text, la->fdname);
+        return -1;
+    }
+    return (int)n;
+fail:
+    for (unsigned j = 0; j < n; j++)
+        close(srv->listeners[i + j].eh.fd);
+    return -1;
 }
 
 /* Bind the listening socket(s) for `la` from slot `i` on (not yet published: the caller
  * publishes the count): one, or under reuseport one per handle set, all on the same port (the
- * first one's, when the configured port is 0). Returns the number of slots used, or -1 with a
- * message printed (nothing left open). */
+ * first one's, when the configured port is 0); or use the sockets systemd passed for it.
+ * Returns the number of slots used, or -1 with a message printed (nothing left open). */
 static int open_listener(struct server *srv, unsigned i, const struct listen_addr *la)
 {
+    int adopted = adopt_listener(srv, i, la);
+    if (adopted != 0)
+        return adopted;
     bool reuseport = srv->pool.mode == CONC_REUSEPORT;
     unsigned copies = reuseport ? srv->nhs : 1;
     if (i + copies > SERVER_MAX_LISTENERS) {
@@ -318,6 +383,17 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
         fprintf(stderr, "lfhttpd: thread pool: %s\n", strerror(-rc));
         return -1;
     }
+    if (systemd_init(&srv->sd, TICK_MS) < 0)
+        return -1;
+    srv->sd.summary = status_summary;
+    srv->sd.summary_arg = srv;
+    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
+    if (unused) {
+        fprintf(stderr, "lfhttpd: socket '%s' passed by systemd is used by no listener (add "
+                        "'listen systemd:%s' or 'tls_listen systemd:%s', or listen on its "
+                        "address)\n", unused->name, unused->name, unused->name);
+        return -1;
+    }
     for (unsigned i = 0, n = 0; i < c->nlisten; i++) {
         int used = open_listener(srv, n, &c->listen[i]);
         if (used < 0)
@@ -370,10 +446,19 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     return 0;
 }
 
+static void reload(struct server *srv);
+
 void server_reload(struct server *srv)
 {
     if (atomic_load(&srv->draining))
         return;
+    systemd_reloading(&srv->sd);
+    reload(srv);
+    systemd_ready(&srv->sd);
+}
+
+static void reload(struct server *srv)
+{
     static struct config cfg; /* only the thread handling SIGHUP touches it, one at a time */
     if (config_from_args(&cfg, srv->argc, srv->argv) != CONFIG_OK) {
         log_error("SIGHUP: configuration not reloaded (see the line above); keeping generation %u",
@@ -387,6 +472,15 @@ void server_reload(struct server *srv)
         strcmp(cfg.error_log, cur->cfg.error_log))
         log_warn("SIGHUP: threads, leader_batch, concurrency, user, group and error_log take "
                  "effect only after a restart");
+    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg.listen, cfg.nlisten);
+    if (unused) {
+        runtime_unref(cur);
+        config_free(&cfg);
+        log_error("SIGHUP: socket '%s' passed by systemd would be used by no listener; "
+                  "configuration not reloaded, keeping generation %u", unused->name,
+                  srv->generation);
+        return;
+    }
     struct runtime *rt = runtime_build(srv, &cfg, srv->generation + 1);
     if (!rt) {
         runtime_unref(cur);
@@ -423,10 +517,12 @@ void server_reload(struct server *srv)
         for (unsigned i = 0; i < rt->cfg.nlisten && !keep; i++)
             keep = same_listener(&l->addr, &rt->cfg.listen[i]);
         if (!keep && !atomic_load(&l->closed)) {
-            /* Refuse new connections; the fd stays open (an acceptor may be running on it). */
+            /* Refuse new connections; the fd stays open (an acceptor may be running on it).
+             * A socket from systemd is only no longer watched (systemd.h). */
             atomic_store(&l->closed, true);
             hs_del(l->hs, &l->eh);
-            shutdown(l->eh.fd, SHUT_RDWR);
+            if (!l->inherited)
+                shutdown(l->eh.fd, SHUT_RDWR);
             if (l->copy == 0)
                 log_notice("SIGHUP: stopped listening on %s", l->url);
         }
@@ -454,6 +550,7 @@ void server_run(struct server *srv)
     log_notice("lfhttpd serving %s with %u threads (%s)", rt->cfg.sites.sites[0].base.root,
                srv->pool.nthreads, concurrency_names[srv->pool.mode]);
     runtime_unref(rt);
+    systemd_ready(&srv->sd);
     tp_run(&srv->pool);
     log_notice("stopped");
 }
@@ -514,6 +611,7 @@ void server_destroy(struct server *srv)
     }
     for (unsigned i = 0; i < srv->nlisteners; i++)
         close(srv->listeners[i].eh.fd);
+    systemd_close(&srv->sd);
     if (srv->timer.eh.fd >= 0)
         close(srv->timer.eh.fd);
     if (srv->signals.eh.fd >= 0)

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "event_handler.h"
 #include "handle_set.h"
+#include "systemd.h"
 #include "thread_pool.h"
 #include "timer.h"
 
@@ -35,6 +36,7 @@ struct listener {
     char url[96];                /* "http(s)://127.0.0.1:8080", with the bound port */
     _Atomic int paused;          /* 1: not re-armed (connection limit or EMFILE) */
     _Atomic bool closed;         /* removed by a reload: shut down, fd kept until exit */
+    bool inherited;              /* a socket from systemd: never shut down (systemd.h) */
 };
 
 struct server_handle {
@@ -59,6 +61,7 @@ struct server {
     struct thread_pool pool;
     struct listener listeners[SERVER_MAX_LISTENERS];
     _Atomic unsigned nlisteners; /* published slots; a slot never moves once published */
+    struct systemd_state sd;     /* sockets passed by systemd, readiness notification */
 
     struct server_handle timer;  /* timerfd: timeouts, draining, resuming paused listeners */
     struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1 */

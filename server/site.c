@@ -45,6 +45,7 @@ void loc_conf_init(struct loc_conf *lc)
     for (int i = 0; i < SITE_NCODINGS; i++)
         lc->compress_level[i] = -1;
     lc->compress_cache_size = -1;
+    lc->compress_dynamic = -1;
 }
 
 int site_set_init(struct site_set *ss)
@@ -277,6 +278,8 @@ static int inherit(struct loc_conf *lc, const struct loc_conf *p)
         return -1;
     if (lc->compress_cache_size < 0)
         lc->compress_cache_size = p->compress_cache_size;
+    if (lc->compress_dynamic < 0)
+        lc->compress_dynamic = p->compress_dynamic;
     /* Like nginx: a level that sets any add_header / error_page replaces the parent's list.
      * The count is set as entries are copied, so a failure leaves only what can be freed. */
     if (lc->nheaders < 0) {
@@ -352,6 +355,7 @@ int site_set_finish(struct site_set *ss)
     defaults.compress_level[2] = 9;  /* gzip */
     defaults.compress_cache_dir = d_empty;
     defaults.compress_cache_size = 256 * 1024 * 1024;
+    defaults.compress_dynamic = 0; /* per-request work: asked for, never assumed */
 
     bool failed = inherit(&ss->sites[0].base, &defaults) < 0;
     for (unsigned i = 1; i < ss->nsites && !failed; i++)

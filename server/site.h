@@ -77,6 +77,7 @@ struct loc_conf {
     int compress_level[SITE_NCODINGS]; /* br, zstd, gzip; -1 unset */
     char *compress_cache_dir; /* "" = off (variants kept in memory only) */
     int64_t compress_cache_size; /* bytes; -1 unset */
+    int compress_dynamic;     /* on|off: streamed responses (CGI, test endpoints), gzip/zstd */
 
     /* Filled at server start-up. */
     struct auth_users *auth_users;

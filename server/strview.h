@@ -43,6 +43,28 @@ static inline struct strview sv_trim(struct strview s)
     return s;
 }
 
+/* Take the next element of a comma-separated header value (quoted strings respected), trimmed;
+ * false at the end. */
+static inline bool sv_list_next(struct strview *list, struct strview *item)
+{
+    while (list->len && (list->ptr[0] == ',' || list->ptr[0] == ' ' || list->ptr[0] == '\t')) {
+        list->ptr++;
+        list->len--;
+    }
+    if (!list->len)
+        return false;
+    const char *start = list->ptr;
+    bool quoted = false;
+    while (list->len && (quoted || list->ptr[0] != ',')) {
+        if (list->ptr[0] == '"')
+            quoted = !quoted;
+        list->ptr++;
+        list->len--;
+    }
+    *item = sv_trim((struct strview){ start, (size_t)(list->ptr - start) });
+    return true;
+}
+
 /* Does the comma-separated token list `s` contain `tok` (case-insensitive)? */
 static inline bool sv_list_has_token(struct strview s, const char *tok, size_t toklen)
 {

@@ -11,8 +11,10 @@
    `tmpdir` a fresh temporary directory.  Each file runs in its own worker
    process (its own process group, so leftover servers are killed with
    it); files run N at a time (-j, default 2).  Each test has a timeout
-   (default 60 s, x3 for sanitizer builds).  Every server a test started is
-   stopped afterwards and its stderr checked for sanitizer reports.
+   (default 60 s, x3 for sanitizer builds; a test whose own work needs
+   longer, such as a whole make, says so with `test_x.timeout = SECONDS`,
+   scaled the same way).  Every server a test started is stopped afterwards
+   and its stderr checked for sanitizer reports.
 
 The last line of output is always `N passed, N failed`; exit status 1 if
 anything failed.
@@ -52,6 +54,11 @@ def out(text):
 
 def indent(text, prefix="    "):
     return "\n".join(prefix + l for l in text.rstrip("\n").splitlines())
+
+
+def selected(k, name):
+    """-k: SUBSTRING, or several separated by commas (any of them)."""
+    return any(part and part in name for part in k.split(","))
 
 
 def scale_for(build):
@@ -162,13 +169,14 @@ def worker_main(args):
              if n.startswith("test_") and inspect.isfunction(f) and f.__module__ == modname]
     tests.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
     if args.k:
-        tests = [(n, f) for n, f in tests if args.k in "%s::%s" % (fname, n)]
+        tests = [(n, f) for n, f in tests if selected(args.k, "%s::%s" % (fname, n))]
     emit(ev="list", names=[n for n, _ in tests])
     signal.signal(signal.SIGALRM, _alarm)
     for idx, (name, fn) in enumerate(tests):
         if idx < args.skip:
             continue
-        emit(ev="start", name=name)
+        limit = max(args.timeout, S.T(getattr(fn, "timeout", 0)))
+        emit(ev="start", name=name, timeout=limit)
         t0 = time.monotonic()
         tmpdirs = []
         fixture_srv = None
@@ -176,7 +184,7 @@ def worker_main(args):
         captured = io.StringIO()
         try:
             with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-                signal.setitimer(signal.ITIMER_REAL, args.timeout)
+                signal.setitimer(signal.ITIMER_REAL, limit)
                 try:
                     kwargs = {}
                     for p in inspect.signature(fn).parameters:
@@ -274,8 +282,10 @@ def report(fname, name, ok, dur, reason="", detail=""):
 def run_file(path, args, env, counter):
     fname = os.path.basename(path)
     skip = 0
-    hard = args.timeout * 1.5 + 30   # backstop if the in-worker alarm cannot fire
+    def backstop(limit):    # if the in-worker alarm cannot fire
+        return limit * 1.5 + 30
     while True:
+        hard = backstop(args.timeout)
         r, w = os.pipe()
         log = tempfile.TemporaryFile()
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", path,
@@ -312,12 +322,14 @@ def run_file(path, args, env, counter):
                         names = ev["names"]
                     elif ev["ev"] == "start":
                         current = ev["name"]
+                        hard = backstop(ev.get("timeout", args.timeout))
                         started = time.monotonic()
                     elif ev["ev"] == "end":
                         counter.add(1 if ev["ok"] else 0, 0 if ev["ok"] else 1)
                         report(fname, ev["name"], ev["ok"], ev["dur"], ev.get("reason", ""),
                                ev.get("detail", ""))
                         current = None
+                        hard = backstop(args.timeout)
                         done += 1
                         started = time.monotonic()
             if not eof and time.monotonic() - started > hard:
@@ -394,7 +406,8 @@ def _sigterm(signum, frame):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build", help="build directory (default: build)")
-    ap.add_argument("-k", default=None, help="only run tests whose name contains SUBSTRING")
+    ap.add_argument("-k", default=None,
+                    help="only run tests whose name contains SUBSTRING (A,B: either)")
     ap.add_argument("-j", type=int, default=2, help="test files run in parallel (default 2)")
     ap.add_argument("--timeout", type=float, default=None,
                     help="per-test timeout in seconds (default 60, x3 for sanitizer builds)")
@@ -436,7 +449,7 @@ def main():
             for n in sorted(os.listdir(tdir)):
                 p = os.path.join(tdir, n)
                 if n.startswith("test_") and os.path.isfile(p) and os.access(p, os.X_OK):
-                    if args.k and args.k not in "unit/" + n:
+                    if args.k and not selected(args.k, "unit/" + n):
                         continue
                     units.append(p)
         files = sorted(os.path.join(INTEGRATION, n) for n in os.listdir(INTEGRATION)

@@ -5,6 +5,8 @@
 #   test   run the test suite (make test): the clients and the reference servers it talks to
 #   fuzz   the libFuzzer harnesses (make fuzz): clang with libFuzzer and the sanitizer runtimes
 #   bench  the benchmark (make bench): the peers and the profilers
+#   package  the Debian package (make package): debhelper, lintian and debian/control's
+#          Build-Depends (those of its test subset too)
 #
 # Quiet when everything is already there. The Makefile runs it before it builds anything
 # (its goals that install packages make in two passes: see the top of the Makefile).
@@ -20,17 +22,22 @@ for set in "$@"; do
     case $set in
     # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress.c)
     build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev
-                 libbrotli-dev libzstd-dev" ;;
+                 libbrotli-dev libzstd-dev libsystemd-dev python3" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
     # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh);
-    # python3-brotli, python3-zstandard: the decoders of the compression tests (test_compress.py).
+    # python3-brotli, python3-zstandard: the decoders of the compression tests (test_compress.py);
+    # systemd: systemd-socket-activate and systemd-analyze (test_systemd.py, test_install.py);
+    # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv;
+    # strace: the system calls the server makes, against the unit's SystemCallFilter.
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
-                python3-brotli python3-zstandard" ;;
+                python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
+    package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
+                   systemd" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
                  lighttpd-mod-openssl lighttpd-mod-deflate libjs-jquery valgrind strace" ;;
-    *) echo "deps: unknown set '$set' (build, test, fuzz, bench)" >&2; exit 2 ;;
+    *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package)" >&2; exit 2 ;;
     esac
 done
 missing=""

@@ -2,9 +2,10 @@
 # Container test (`make container-test`, also a stage of .ci/run).
 #
 # Builds the image from the Dockerfile with podman and runs it the way a user would:
-#   1. podman (Debian's package) and its machine settings: installed / written when missing
-#      (see ../shared/CONTAINERS.md); a local debian:bookworm-slim base image made with
-#      tools/mkbase.sh when there is none (no registry is needed or contacted);
+#   1. tools/podman-setup.sh slim: podman (Debian's package) and its machine settings,
+#      installed / written when missing (see ../shared/CONTAINERS.md); a local
+#      debian:bookworm-slim base image made with tools/mkbase.sh when there is none (no
+#      registry is needed or contacted);
 #   2. podman build --pull=never --format docker (docker format keeps the HEALTHCHECK);
 #   3. a container with the default site on a published loopback port: GET /, the health
 #      check, the server's user (not root), and `podman stop` (SIGTERM): exit code 0, quick,
@@ -20,7 +21,6 @@ cd "$(dirname "$SELF")/../.."
 
 IMAGE=localhost/lfhttpd:test
 PREFIX="lfhttpd-ct-$$"
-PKGS="podman buildah runc fuse-overlayfs slirp4netns uidmap debootstrap"
 
 pass=0
 fail=0
@@ -66,58 +66,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# ---- 1. podman, its settings, the base image ------------------------------------------------
-missing=""
-for p in $PKGS; do
-    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    note "installing$missing"
-    s=$SECONDS
-    if ! { apt-get update -qq >/dev/null \
-           && DEBIAN_FRONTEND=noninteractive nice -n 10 apt-get install -y -qq \
-                  --no-install-recommends $missing >/dev/null; }; then
-        fatal "no container engine: podman is not installed and apt-get could not install$missing"
-    fi
-    note "installed in $((SECONDS - s)) s"
-fi
-command -v podman >/dev/null || fatal "no container engine: podman not found after installing it"
-
-# containers.conf: runc (crun fails on this kernel's hybrid cgroups) and rlimits the
-# container may set without CAP_SYS_RESOURCE. Keys that are already there are left alone.
-CONF=/etc/containers/containers.conf
-NOFILE=$(awk '/^Max open files/{print $5}' /proc/self/limits)
-NPROC=$(awk '/^Max processes/{print $4}' /proc/self/limits)
-PMAX=$(cat /proc/sys/kernel/pid_max)
-{ [ "$NPROC" = unlimited ] || [ "$NPROC" -gt "$PMAX" ]; } && NPROC=$PMAX
-[ "$NOFILE" = unlimited ] && NOFILE=1048576
-conf_key() { # conf_key TABLE KEY VALUE: add KEY = VALUE to [TABLE] unless KEY is set
-    local table=$1 key=$2 value=$3
-    if test -f "$CONF" && grep -Eq "^[[:space:]]*$key[[:space:]]*=" "$CONF"; then
-        note "$CONF already sets $key; left as it is"
-        return
-    fi
-    mkdir -p "$(dirname "$CONF")"
-    if test -f "$CONF" && grep -Eq "^[[:space:]]*\[$table\][[:space:]]*(#.*)?$" "$CONF"; then
-        sed -i -E "0,/^[[:space:]]*\[$table\][[:space:]]*(#.*)?$/s//&\n$key = $value/" "$CONF"
-    else
-        { [ -s "$CONF" ] && echo; printf '[%s]\n%s = %s\n' "$table" "$key" "$value"; } >>"$CONF"
-    fi
-    note "$CONF: [$table] $key = $value"
-}
-conf_key containers default_ulimits "[\"nofile=$NOFILE:$NOFILE\", \"nproc=$NPROC:$NPROC\"]"
-conf_key engine runtime '"runc"'
-
-if ! podman image exists debian:bookworm-slim; then
-    note "no debian:bookworm-slim image: making it with tools/mkbase.sh (about 1 min)"
-    s=$SECONDS
-    # one at a time if two runs start together
-    if ! flock /var/tmp/lfhttpd-mkbase.lock sh -c \
-            'podman image exists debian:bookworm-slim || sh tools/mkbase.sh'; then
-        fatal "base image: tools/mkbase.sh failed"
-    fi
-    ok "base image debian:bookworm-slim made ($((SECONDS - s)) s)"
-fi
+# ---- 1. podman, its settings, the base image (tools/podman-setup.sh) --------------------------
+s=$SECONDS
+bash tools/podman-setup.sh slim 2>"$TMP/setup.err" || fatal "$(cat "$TMP/setup.err")"
+ok "podman and the base image debian:bookworm-slim ready ($((SECONDS - s)) s)"
 
 # ---- 2. build --------------------------------------------------------------------------------
 s=$SECONDS

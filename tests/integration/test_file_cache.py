@@ -18,6 +18,7 @@ from lib.static import conf_server, make_root  # noqa: E402
 
 INTERVAL = 0.2           # file_cache_valid 200ms
 SLACK = T(0.5)           # scheduling and revalidation latency allowed on top of the interval
+PAGE = os.sysconf("SC_PAGE_SIZE")
 CHURN_SECONDS = 2.5      # wall time of the load (not scaled: sanitizer builds just do less)
 READERS = 8
 
@@ -36,9 +37,12 @@ class History:
         self.lock = threading.Lock()
         self.writes = {}     # name -> [[t_begin, t_end, content or None (deleted)]]
 
-    def begin(self, name, content):
+    def begin(self, name, content, grows=False):
+        """grows: the content is written into an empty file in one write(); while it runs
+        the file holds a page-aligned prefix of it (the kernel copies page by page and
+        moves the size along), and the server may serve and cache that prefix."""
         with self.lock:
-            rec = [time.monotonic(), None, content]
+            rec = [time.monotonic(), None, content, grows]
             self.writes.setdefault(name, []).append(rec)
             return rec
 
@@ -57,10 +61,12 @@ class History:
         with self.lock:
             ws = self.writes[name]
             out = []
-            for i, (tb, te, content) in enumerate(ws):
+            for i, (tb, te, content, grows) in enumerate(ws):
                 nxt_end = ws[i + 1][1] if i + 1 < len(ws) else None
                 if tb > t_recv:
                     continue
+                if grows and (te is None or te + INTERVAL + SLACK >= t_send):
+                    out += [content[:n] for n in range(PAGE, len(content), PAGE)]
                 if nxt_end is not None and nxt_end + INTERVAL + SLACK < t_send:
                     continue
                 out.append(content)
@@ -131,7 +137,7 @@ def churn(root, hist, stop, errors):
                 rec = hist.begin(name, b"")
                 fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
                 hist.end(rec)
-                rec = hist.begin(name, data)
+                rec = hist.begin(name, data, grows=True)
                 try:
                     os.write(fd, data)
                 finally:
@@ -389,7 +395,7 @@ def coded_churn(root, hist, stop, errors):
                 rec = hist.begin(name, b"")
                 fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
                 hist.end(rec)
-                rec = hist.begin(name, data)
+                rec = hist.begin(name, data, grows=True)
                 try:
                     os.write(fd, data)
                 finally:

@@ -68,9 +68,10 @@ def _stage(tmpdir):
         dst = os.path.join(tree, f)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy2(os.path.join(REPO, f), dst)
-    objs = os.path.join(REPO, "build", "obj")
-    if os.path.isdir(objs):
-        shutil.copytree(objs, os.path.join(tree, "build", "obj"))
+    for sub in ("obj", "tests"):     # the library's objects, the unit-test binaries
+        built = os.path.join(REPO, "build", sub)
+        if os.path.isdir(built):
+            shutil.copytree(built, os.path.join(tree, "build", sub))
     fake = os.path.join(tmpdir, "fake")
     bindir = os.path.join(fake, "bin")
     os.makedirs(bindir)
@@ -162,6 +163,12 @@ def test_make_test_passes_the_first_time_llhttp_is_installed(tmpdir):
     summary = [l for l in out.splitlines() if l.endswith(" passed, 0 failed")]
     assert summary and not summary[-1].startswith("0 "), out[-3000:]
     assert _installed(env), "make test did not install node-llhttp (apt-get log)"
+
+
+# Each runs a whole make (and the second a test run) while the suite goes on beside it: their
+# own deadlines above, not the runner's default, bound them.
+test_make_run_serves_the_site_the_first_time_llhttp_is_installed.timeout = 360
+test_make_test_passes_the_first_time_llhttp_is_installed.timeout = 360
 
 
 def test_deps_as_a_prerequisite_is_refused(tmpdir):

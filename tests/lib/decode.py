@@ -29,7 +29,7 @@ for coding, data in json.load(sys.stdin):
         if coding == "br":
             d = brotli.decompress(data)
         else:
-            d = zstandard.ZstdDecompressor().decompress(data)
+            d = zstandard.ZstdDecompressor().decompressobj().decompress(data)
         out.append(base64.b64encode(d).decode())
     except Exception as e:
         out.append({"error": "%s: %s" % (type(e).__name__, e)})
@@ -48,7 +48,8 @@ def _in_process(coding, data):
         import brotli  # noqa: F401  (ImportError: use Debian's interpreter)
         return brotli.decompress(data)
     import zstandard
-    return zstandard.ZstdDecompressor().decompress(data)
+    # a stream's frames do not say their size: decode as a stream
+    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
 
 
 def decode_many(items):
