@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "access_buffer.h"
 #include "http_request.h"
 #include "http_response.h"
 #include "log.h"
@@ -31,6 +32,19 @@ static int open_target(const char *target)
     return open(target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 }
 
+/* A full disk must not take the server down, nor tear a line, nor flood the error log: one
+ * line when lines start being lost, one when they are written again. */
+static void report(const void *arg, enum logfile_result r, int err, uint64_t lost)
+{
+    const char *name = arg;
+    if (r == LOGFILE_FAILING)
+        log_error("access log %s: %s; its lines are lost until it can be written again", name,
+                  strerror(err));
+    else if (r == LOGFILE_RECOVERED)
+        log_notice("access log %s: written again; %llu line(s) were lost (%s)", name,
+                   (unsigned long long)lost, strerror(err));
+}
+
 int access_log_open(struct runtime *rt)
 {
     rt->access_fd = -1;
@@ -48,6 +62,8 @@ int access_log_open(struct runtime *rt)
         return -1;
     }
     logfile_init(rt->access_log, rt->access_fd);
+    rt->access_log->report = report;
+    rt->access_log->report_arg = rt->cfg.access_log;
     return 0;
 }
 
@@ -59,16 +75,31 @@ int access_log_reopen(struct runtime *rt)
     int fd = open_target(t);
     if (fd < 0)
         return -errno;
+    /* Every line buffered before the signal goes to the old file, and none is appended until
+     * the new one is in place. */
+    access_buffer_hold();
     int rc = dup2(fd, rt->access_fd) < 0 ? -errno : 0;
-    close(fd);
     if (rc == 0)
         logfile_reopened(rt->access_log);
+    access_buffer_release();
+    close(fd);
     return rc;
+}
+
+void access_log_tick(int64_t now_ms)
+{
+    access_buffer_tick(now_ms);
+}
+
+void access_log_flush(void)
+{
+    access_buffer_flush();
 }
 
 void access_log_close(struct runtime *rt)
 {
     if (rt->access_log) {
+        access_buffer_forget(rt->access_log);
         logfile_destroy(rt->access_log);
         free(rt->access_log);
         rt->access_log = NULL;
@@ -227,20 +258,14 @@ void access_log_write(const struct runtime *rt, const struct access_entry *ex)
         PUT_LIT(&l, "\"");
     }
     l.buf[l.len++] = '\n';
-    /* A full disk must not take the server down, nor tear a line, nor flood the error log:
-     * one line when lines start being lost, one when they are written again. */
+    if (rt->cfg.access_log_buffer) {
+        access_buffer_append(rt->access_log, l.buf, l.len, rt->cfg.access_log_buffer,
+                             rt->cfg.access_log_flush);
+        return;
+    }
     int err = 0;
     uint64_t lost = 0;
-    switch (logfile_write(rt->access_log, l.buf, l.len, &err, &lost)) {
-    case LOGFILE_FAILING:
-        log_error("access log %s: %s; its lines are lost until it can be written again",
-                  rt->cfg.access_log, strerror(err));
-        break;
-    case LOGFILE_RECOVERED:
-        log_notice("access log %s: written again; %llu line(s) were lost (%s)",
-                   rt->cfg.access_log, (unsigned long long)lost, strerror(err));
-        break;
-    default:
-        break;
-    }
+    enum logfile_result r = logfile_write(rt->access_log, l.buf, l.len, &err, &lost);
+    if (r == LOGFILE_FAILING || r == LOGFILE_RECOVERED)
+        report(rt->cfg.access_log, r, err, lost);
 }

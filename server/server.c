@@ -122,6 +122,7 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     bool draining = atomic_load(&srv->draining);
     bool past_deadline = draining && now >= atomic_load(&srv->drain_deadline);
     conn_sweep(srv, now, draining, past_deadline);
+    access_log_tick(now);
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
@@ -538,6 +539,7 @@ static void reload(struct server *srv)
     srv->generation = rt->generation;
     runtime_unref(cur);
     publish_runtime(srv, rt);
+    access_log_flush(); /* the lines of the old configuration's log, before the new one's */
     log_notice("SIGHUP: configuration reloaded (generation %u)", srv->generation);
 }
 
@@ -552,6 +554,7 @@ void server_run(struct server *srv)
     runtime_unref(rt);
     systemd_ready(&srv->sd);
     tp_run(&srv->pool);
+    access_log_flush(); /* the rest of the drain's lines (an aborted exchange's at destroy) */
     log_notice("stopped");
 }
 
