@@ -43,8 +43,8 @@
 # starts make again with the same goals and variables; that second make sees the machine as
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
-DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench soak install man \
-              package package-test package-install-test
+DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench install man package \
+              package-test package-install-test soak
 DEPS_SETS  := build \
     $(if $(filter test fuzz-run container-test quickstart-test soak,$(MAKECMDGOALS)),test) \
     $(if $(filter package package-test package-install-test,$(MAKECMDGOALS)),package) \
@@ -126,7 +126,7 @@ FUZZERS := fuzz_request fuzz_connection fuzz_config
 FUZZ_SECONDS ?= 60
 
 .PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test \
-        quickstart-test bench soak install uninstall man package package-test package-install-test
+        quickstart-test bench install uninstall man package package-test package-install-test soak
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -150,6 +150,10 @@ $(BUILD)/lfhttpd: $(BUILD)/obj/server/main.o $(BUILD)/liblfhttpd.a
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(WARN) -Wno-missing-prototypes $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
+
+# test_client_limits counts every allocation the library makes (none may follow the table's).
+$(BUILD)/tests/test_client_limits: private LDFLAGS += \
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
 
 unit: $(UNIT_BINS)
 
@@ -191,14 +195,14 @@ test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so
 container-test:
 	@bash tests/container/run.sh
 
+quickstart-test:
+	@bash tests/quickstart/run.sh
+
 # The soak (tests/soak.py): samples and a summary in $(BUILD)/soak/; the last line is
 # "N passed, N failed", one per check.
 SOAK_SECONDS ?= 600
 soak: all
 	@python3 tests/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS)
-
-quickstart-test:
-	@bash tests/quickstart/run.sh
 
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).

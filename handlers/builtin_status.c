@@ -222,6 +222,14 @@ static void status_json(struct out *o, const struct server_snapshot *s)
          (unsigned long long)z->stream_in, (unsigned long long)z->stream_out,
          (unsigned long long)z->stream_busy, (unsigned long long)z->stream_failed,
          z->stream_active);
+    const struct limit_stats *l = &s->core.limits;
+    outf(o, "\"limits\":{\"table_size\":%llu,\"table_bytes\":%llu,\"entries\":%llu,"
+            "\"evictions\":%llu,\"fail_open\":%llu,\"connections_refused\":%llu,"
+            "\"requests_limited_conn\":%llu,\"requests_limited_rate\":%llu},",
+         (unsigned long long)l->capacity, (unsigned long long)l->bytes,
+         (unsigned long long)l->entries, (unsigned long long)l->evictions,
+         (unsigned long long)l->fail_open, (unsigned long long)l->conns_refused,
+         (unsigned long long)l->requests_conn, (unsigned long long)l->requests_rate);
     outf(o, "\"workers\":[");
     for (unsigned i = 0; i < s->core.nworkers; i++)
         outf(o, "%s{\"role\":\"%s\",\"events\":%llu,\"requests\":%llu,\"bytes_sent\":%llu,"
@@ -265,6 +273,26 @@ static void metric(struct out *o, const char *name, const char *type, const char
                    unsigned long long v)
 {
     outf(o, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
+}
+
+/* The per-client limits (server/client_limits.h). */
+static void metrics_limits(struct out *o, const struct limit_stats *l)
+{
+    metric(o, "lfhttpd_limit_connections_refused_total", "counter",
+           "Connections refused by limit_conn_per_ip (top level).", l->conns_refused);
+    outf(o, "# HELP lfhttpd_limit_requests_total Requests answered 429 by a per-client limit.\n"
+            "# TYPE lfhttpd_limit_requests_total counter\n"
+            "lfhttpd_limit_requests_total{limit=\"conn\"} %llu\n"
+            "lfhttpd_limit_requests_total{limit=\"req\"} %llu\n",
+         (unsigned long long)l->requests_conn, (unsigned long long)l->requests_rate);
+    metric(o, "lfhttpd_limit_table_size", "gauge", "Entries the per-client limits table holds.",
+           l->capacity);
+    metric(o, "lfhttpd_limit_table_entries", "gauge", "Clients in the per-client limits table.",
+           l->entries);
+    metric(o, "lfhttpd_limit_table_evictions_total", "counter",
+           "Idle clients evicted from the per-client limits table.", l->evictions);
+    metric(o, "lfhttpd_limit_table_fail_open_total", "counter",
+           "Clients let through because the limits table had no free entry.", l->fail_open);
 }
 
 static int metrics_handle(void *inst, struct exchange *ex)
@@ -344,6 +372,7 @@ static int metrics_handle(void *inst, struct exchange *ex)
            s.cz.stream_busy);
     metric(&o, "lfhttpd_compress_dynamic_active", "gauge", "Streamed responses being compressed.",
            s.cz.stream_active);
+    metrics_limits(&o, &s.core.limits);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
            (unsigned long long)s.core.uptime);
     metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.core.draining);

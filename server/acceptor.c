@@ -150,7 +150,7 @@ static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct 
         }
         atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
-        if (conn_create(srv, l, fd, &peer) == -ENOMEM) {
+        if (conn_create(srv, l, fd, &peer, w) == -ENOMEM) {
             /* No memory for the connection (it got a 503 if it could): a shortage like one of
              * descriptors, retried on the timer tick. */
             if (!atomic_exchange_explicit(&shortage_logged, true, memory_order_relaxed))

@@ -376,6 +376,7 @@ void config_free(struct config *cfg)
     site_set_free(&cfg->sites);
     cidr_list_free(&cfg->trusted_proxies);
     cidr_list_free(&cfg->status_allow);
+    cidr_list_free(&cfg->limit_allow);
 }
 
 /* ---- command line ------------------------------------------------------------------------ */

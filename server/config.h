@@ -64,6 +64,12 @@ struct config {
     uint64_t max_body_size; /* -> 413 */
     unsigned max_connections;
 
+    /* Per-client limits (client_limits.c). The top level's limit_conn_per_ip counts connections;
+     * a server's or location's (struct loc_conf) counts requests in flight. */
+    unsigned limit_conn_per_ip;     /* connections one client holds at once; 0 = off */
+    struct cidr_list limit_allow;   /* clients that are never limited */
+    unsigned limit_table_size;      /* entries of the table; 0 = 4 x max_connections */
+
     /* Open-file cache. */
     unsigned file_cache_entries;
     size_t file_cache_size;    /* bytes of cached content and headers */

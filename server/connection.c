@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "carry.h"
+#include "client_limits.h"
 #include "handle_set.h"
 #include "http_parser.h"
 #include "log.h"
@@ -127,8 +128,35 @@ static void refuse_raw(const struct listener *l, int fd)
     shutdown(fd, SHUT_WR);
 }
 
+static struct request_ctx request_ctx_of(struct conn *c, const struct http_request *req,
+                                         bool body_follows);
+
+/* The slots of the request in flight (client_limits.h): its response is complete. */
+_Static_assert(LIMIT_REQ_SLOTS == sizeof(((struct conn *)0)->limit_req) / sizeof(uint32_t),
+               "a request's limit slots fit struct conn");
+static void release_request_limits(struct conn *c)
+{
+    for (int k = 0; k < LIMIT_REQ_SLOTS; k++)
+        limits_release(c->rt, &c->limit_req[k]);
+}
+
+/* The client holds too many connections (limit_conn_per_ip): answer 429 at once, without
+ * waiting for its request, so that nothing of it is kept; what it sent so far is read and
+ * dropped first, so that the close that follows is not a reset. Over TLS, nothing: an answer
+ * would cost a handshake. The caller closes. */
+static void refuse_connection(struct conn *c, struct worker *w, bool tls)
+{
+    if (tls)
+        return;
+    char buf[4096];
+    for (int i = 0; i < 4 && read(c->eh.fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf); i++)
+        ;
+    struct request_ctx rc = request_ctx_of(c, NULL, false);
+    layer(c)->error(&c->sink, w, &rc, 429);
+}
+
 int conn_create(struct server *srv, const struct listener *l, int fd,
-                const struct sockaddr_storage *peer)
+                const struct sockaddr_storage *peer, struct worker *w)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -144,6 +172,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     c->tp = &transport_plain;
     c->listener = l;
     c->file_fd = -1;
+    c->limit_conn = c->limit_req[0] = c->limit_req[1] = LIMIT_NONE;
     if (peer->ss_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)peer;
         c->peer_addr = in6->sin6_addr;
@@ -157,10 +186,16 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     }
     http_parser_init(&c->parser);
     c->proxy_header = l->addr.proxy_protocol;
+    /* Counted now, unless a PROXY header is to tell who the client is (proxy_input). */
+    if (!c->proxy_header &&
+        limits_connection_open(c->rt, &c->peer_addr, &c->limit_conn, &c->limit_at_request) < 0) {
+        refuse_connection(c, w, l->addr.tls);
+        conn_free_stopped(c);
+        server_conn_closed(srv);
+        return -EBUSY;
+    }
     if (l->addr.tls && transport_tls_attach(c, c->rt->tls) < 0) {
-        runtime_unref(c->rt);
-        close(fd);
-        free(c);
+        conn_free_stopped(c); /* gives back the slot limits_connection_open took */
         server_conn_closed(srv);
         return -ENOMEM;
     }
@@ -244,6 +279,8 @@ void conn_free_stopped(struct conn *c)
     conn_drop_file(c);
     carry_put(c->in);
     carry_put(c->out);
+    release_request_limits(c);
+    limits_release(c->rt, &c->limit_conn);
     runtime_unref(c->rt);
     free(c);
 }
@@ -251,8 +288,9 @@ void conn_free_stopped(struct conn *c)
 /* ---- parking -------------------------------------------------------------------------------- */
 
 /* Hand the connection to the handle set in state `st`, to wait for `events` until `deadline`
- * (monotonic ms; DEADLINE_KEEP: the one it has). Its owner's last touch of it. */
-static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
+ * (monotonic ms; DEADLINE_KEEP: the one it has). Its owner's last touch of it when it returns
+ * 0; on -errno the caller still owns it. */
+static int conn_try_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
 {
     if (c->tp_want) {
         events = c->tp_want; /* the transport must first move bytes the other way */
@@ -268,11 +306,19 @@ static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64
     if (rc == -ENOENT)
         rc = hs_add(hs, &c->eh, events); /* back from its exchange's private set */
     if (rc < 0) {
-        /* Cannot happen for a live socket; if it does, nobody else can see the handle. */
+        /* Nobody else can see the handle. A re-arm cannot fail for a live socket; adding it
+         * back can (the kernel's memory for the registration). */
         log_error("epoll_ctl: %s", strerror(-rc));
         atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
-        conn_close(c);
     }
+    return rc;
+}
+
+/* The same, closing the connection when it cannot be parked. */
+static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
+{
+    if (conn_try_park(c, st, events, deadline) < 0)
+        conn_close(c);
 }
 
 /* When a request head or body that began at `start` and has brought `bytes` so far must be
@@ -640,9 +686,11 @@ static bool exchange_after(struct conn *c, struct worker *w, int rc)
     return true;
 }
 
+static void park_failed(struct conn *c, struct worker *w);
+
 /* Arm the private set: the socket's interest inside it, then the set itself in the shared
  * handle set. */
-static void watch_set_park(struct conn *c)
+static void watch_set_park(struct conn *c, struct worker *w)
 {
     struct sink_deferral *d = c->xd;
     uint32_t ev = EPOLLRDHUP; /* the client leaving ends the exchange */
@@ -671,11 +719,38 @@ static void watch_set_park(struct conn *c)
     if (rc < 0) {
         log_error("epoll_ctl (watched handles): %s", strerror(-rc));
         atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
-        conn_close(c);
+        park_failed(c, w);
     }
 }
 
 static void exchange_wake(struct timer_entry *t, struct worker *w);
+
+/* The timer's thread (a pool thread) tries again to arm what a holder could not. */
+static void exchange_repark(struct timer_entry *t, struct worker *w)
+{
+    struct sink_deferral *d =
+        (struct sink_deferral *)((char *)t - offsetof(struct sink_deferral, timer));
+    conn_next(conn_of(d->sink), w);
+}
+
+/* The exchange's socket or private set could not be armed (the kernel had no memory for the
+ * registration), so nothing would ever wake it. A holder giving it back (no worker: it cannot
+ * send) leaves a pool thread to try once more at once, from the timer; on a pool thread the
+ * client gets a 503 unless a response has begun, and the connection closes after it. */
+static void park_failed(struct conn *c, struct worker *w)
+{
+    struct sink_deferral *d = c->xd;
+    if (!w) {
+        d->timer.fire = exchange_repark;
+        if (timer_add(&conn_srv(c)->timers, &d->timer, timer_now()) == 0)
+            return; /* the timer owns it from here */
+    } else if (!d->responded) {
+        if (exchange_after(c, w, layer(c)->fail(d, w, 503)))
+            conn_next(c, w);
+        return;
+    }
+    conn_close(c);
+}
 
 /* The deferred exchange waits: arm what wakes it. */
 static void exchange_wait(struct conn *c, struct worker *w)
@@ -692,11 +767,12 @@ static void exchange_wait(struct conn *c, struct worker *w)
         return;
     }
     if (d->watch_set.fd >= 0) {
-        watch_set_park(c);
+        watch_set_park(c, w);
         return;
     }
     if (sending(c) || (d->wants & DW_WRITABLE)) {
-        conn_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send);
+        if (conn_try_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send) < 0)
+            park_failed(c, w);
     } else if (d->wants & DW_TIMER) {
         set_state(c, CS_EXCHANGE);
         d->timer.fire = exchange_wake;
@@ -704,7 +780,8 @@ static void exchange_wait(struct conn *c, struct worker *w)
             conn_close(c); /* (otherwise the timer owns it from here) */
     } else {
         assert(d->wants & DW_BODY);
-        conn_park(c, CS_EXCHANGE, EPOLLIN, body_deadline(c));
+        if (conn_try_park(c, CS_EXCHANGE, EPOLLIN, body_deadline(c)) < 0)
+            park_failed(c, w);
     }
 }
 
@@ -891,6 +968,8 @@ static const struct sink_ops conn_sink_ops = {
  * hand it to whatever wakes it. The owner's last touch of the connection. */
 static void conn_next(struct conn *c, struct worker *w)
 {
+    if (!c->xd && !sending(c))
+        release_request_limits(c); /* its response is complete: no longer in flight */
     if (c->xd) {
         exchange_wait(c, w);
     } else if (sending(c)) {
@@ -959,7 +1038,7 @@ static struct request_ctx request_ctx_of(struct conn *c, const struct http_reque
         .srv = conn_srv(c), .rt = c->rt, .req = req, .peer_addr = c->peer_addr,
         .peer_port = c->peer_port, .tls = c->ssl != NULL, .body_follows = body_follows,
         .https_port = atomic_load_explicit(&conn_srv(c)->https_port, memory_order_relaxed),
-        .closing = draining(c) || c->close_after,
+        .closing = draining(c) || c->close_after, .limit_at_request = c->limit_at_request,
     };
 }
 
@@ -1076,10 +1155,15 @@ static enum step answer(struct conn *c, struct worker *w, struct input *in,
     c->gather = in->pos < in->have && !body_follows;
     struct request_ctx rc = request_ctx_of(c, req, body_follows && !body_here);
     struct served out;
+    release_request_limits(c); /* the last response is complete (pipelining: not yet sent) */
     int r = layer(c)->request(&c->sink, w, &rc, &out);
     c->gather = false;
     c->requests++;
     c->xd = out.deferred;
+    c->limit_req[0] = out.limits[0];
+    c->limit_req[1] = out.limits[1];
+    if (!c->xd && !sending(c))
+        release_request_limits(c); /* answered in full already: no longer in flight */
     if (out.close)
         c->close_after = CLOSE_CLEAN;
     if (r < 0) {
@@ -1130,8 +1214,9 @@ static enum step head_input(struct conn *c, struct worker *w, struct input *in)
     return answer(c, w, in, &req, &ps, r == HTTP_PARSE_HEAD);
 }
 
-/* A PROXY protocol header must come before the first request. */
-static enum step proxy_input(struct conn *c, struct input *in)
+/* A PROXY protocol header must come before the first request. It names the client: the
+ * connection is counted against that client's limit now. */
+static enum step proxy_input(struct conn *c, struct worker *w, struct input *in)
 {
     in_port_t port = ntohs(c->peer_port);
     int n = proxy_protocol_parse(in->buf + in->pos, in->have - in->pos, &c->peer_addr, &port);
@@ -1144,6 +1229,11 @@ static enum step proxy_input(struct conn *c, struct input *in)
     c->peer_port = htons(port);
     c->proxy_header = false;
     in->pos += (size_t)n;
+    if (limits_connection_open(c->rt, &c->peer_addr, &c->limit_conn, &c->limit_at_request) < 0) {
+        refuse_connection(c, w, c->ssl != NULL);
+        conn_close(c);
+        return HANDED_ON;
+    }
     return GO_ON;
 }
 
@@ -1153,7 +1243,7 @@ static enum step serve_input(struct conn *c, struct worker *w, struct input *in)
     while (in->pos < in->have) {
         enum step s;
         if (c->proxy_header) {
-            s = proxy_input(c, in);
+            s = proxy_input(c, w, in);
         } else if (c->in_body) {
             if (c->xd && !(c->xd->wants & DW_BODY))
                 return stop_reading(c, w, in); /* its exchange reads the body later, or never */

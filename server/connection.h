@@ -102,14 +102,20 @@ struct conn {
     struct in6_addr peer_addr;         /* the TCP peer (IPv4 v4-mapped), or what a PROXY header
                                         * says; the client unless a trusted proxy says more */
     in_port_t peer_port;               /* its port, network byte order */
+    bool limit_at_request;             /* a trusted proxy: count its clients per request */
+    uint32_t limit_conn;               /* per-client limits (client_limits.h): the slot of the
+                                        * connection, held until it closes, */
+    uint32_t limit_req[2];             /* and those of the request in flight, held until its
+                                        * response is complete (LIMIT_NONE: none) */
     llhttp_t parser;
 };
 
-/* Create a connection for an accepted socket and register it; closes `fd` on failure (on
- * -ENOMEM, after answering 503 if the listener speaks plain HTTP). The caller counted the
- * connection in srv->nconns; a failure uncounts it. */
+/* Create a connection for an accepted socket and register it, on the acceptor's thread `w`;
+ * closes `fd` on failure (on -ENOMEM, after answering 503 if the listener speaks plain HTTP),
+ * or after a 429 when its client holds too many connections (limit_conn_per_ip). The caller
+ * counted the connection in srv->nconns; a failure uncounts it. */
 int conn_create(struct server *srv, const struct listener *l, int fd,
-                const struct sockaddr_storage *peer);
+                const struct sockaddr_storage *peer, struct worker *w);
 
 /* Free a connection after the pool has stopped (no epoll, no list, no counters). */
 void conn_free_stopped(struct conn *c);

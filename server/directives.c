@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client_limits.h"
 #include "config.h"
 #include "handler.h"
 #include "thread_pool.h"
@@ -288,10 +289,11 @@ static int d_certificate(const struct directive *d, const struct dir_ctx *x, cha
     return config_add_certificate(x->cfg, x->where, x->line, args, nargs);
 }
 
-static int d_threads(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
+/* N or auto (threads, limit_table_size): auto is 0. */
+static int d_auto(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     if (!strcmp(args[0], "auto")) {
-        x->cfg->threads = 0;
+        *(unsigned *)field_of(d, x) = 0;
         return 0;
     }
     return d_number(d, x, args, nargs);
@@ -354,8 +356,8 @@ static int d_name(const struct directive *d, const struct dir_ctx *x, char **arg
     return 0;
 }
 
-/* trusted_proxies CIDR..., status_allow CIDR...|all|none (the first replaces the loopback
- * default) */
+/* trusted_proxies CIDR..., limit_allow CIDR..., status_allow CIDR...|all|none (the first
+ * replaces the loopback default) */
 static int d_cidrs(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     struct config *cfg = x->cfg;
@@ -669,6 +671,57 @@ static int d_compress_level(const struct directive *d, const struct dir_ctx *x, 
     return 0;
 }
 
+/* ---- per-client limits ----------------------------------------------------------------------- */
+
+/* limit_conn_per_ip N|off: at the top level the connections one client holds (struct config),
+ * in a server or location its requests in flight there (struct loc_conf). */
+static int d_limit_conn(const struct directive *d, const struct dir_ctx *x, char **args,
+                        int nargs)
+{
+    (void)nargs;
+    uint64_t v = 0;
+    if (strcmp(args[0], "off") && (parse_number(args[0], U_COUNT, &v) < 0 || v > d->max)) {
+        fprintf(stderr, "%s: invalid value '%s' for '%s' (0..%llu or off)\n", x->where, args[0],
+                d->name, (unsigned long long)d->max);
+        return -1;
+    }
+    if (x->lc == &x->cfg->sites.sites[0].base)
+        x->cfg->limit_conn_per_ip = (unsigned)v;
+    else
+        x->lc->limit_conn = (int)v;
+    return 0;
+}
+
+/* limit_req_per_ip RATE [burst N]|off (also nginx's burst=N) */
+static int d_limit_req(const struct directive *d, const struct dir_ctx *x, char **args,
+                       int nargs)
+{
+    struct loc_conf *lc = x->lc;
+    uint64_t interval = 0, burst = 0;
+    const char *b = nargs == 2 && !strncmp(args[1], "burst=", 6) ? args[1] + 6
+                    : nargs == 3 && !strcmp(args[1], "burst") ? args[2]
+                                                               : NULL;
+    if (!strcmp(args[0], "off") ? nargs != 1 : nargs > 1 && !b) {
+        fprintf(stderr, "%s: '%s' takes %s\n", x->where, d->name, d->takes);
+        return -1;
+    }
+    if (strcmp(args[0], "off") && limit_rate_parse(args[0], &interval) < 0) {
+        fprintf(stderr, "%s: invalid rate '%s' for '%s' (requests per second or minute, "
+                        "1 to 1000000: 10r/s, 600r/m)\n", x->where, args[0], d->name);
+        return -1;
+    }
+    if (interval)
+        burst = 1;
+    if (b && (parse_number(b, U_COUNT, &burst) < 0 || burst < 1 || burst > d->max)) {
+        fprintf(stderr, "%s: invalid burst '%s' for '%s' (1..%llu)\n", x->where, b, d->name,
+                (unsigned long long)d->max);
+        return -1;
+    }
+    lc->limit_req_interval = interval;
+    lc->limit_req_burst = (int)burst;
+    return 0;
+}
+
 /* ---- the table ---------------------------------------------------------------------------------- */
 
 #define TOP(field) offsetof(struct config, field)
@@ -679,7 +732,7 @@ static int d_compress_level(const struct directive *d, const struct dir_ctx *x, 
 const struct directive directive_table[] = {
     /* process-wide: listeners, threads, logs */
     { "listen", IN_TOP, 1, 2, "ADDR:PORT [proxy_protocol]", d_listen, 0, 0, 0, 0, 0 },
-    { "threads", IN_TOP, ONE, d_threads, NUM(TOP(threads), F_UNSIGNED, U_COUNT, 1, 1024) },
+    { "threads", IN_TOP, ONE, d_auto, NUM(TOP(threads), F_UNSIGNED, U_COUNT, 1, 1024) },
     { "leader_batch", IN_TOP, ONE, d_number, NUM(TOP(batch), F_INT, U_COUNT, 1, 64) },
     { "concurrency", IN_TOP, ONE, d_concurrency, 0, 0, 0, 0, 0 },
     { "user", IN_TOP, ONE, d_name, TOP(user), 0, 0, 0, 0 },
@@ -706,6 +759,15 @@ const struct directive directive_table[] = {
       NUM(TOP(max_body_size), F_U64, U_SIZE, 0, UINT64_C(1) << 40) },
     { "max_connections", IN_TOP, ONE, d_number,
       NUM(TOP(max_connections), F_UNSIGNED, U_COUNT, 1, 1000000) },
+    /* per-client limits (client_limits.c): the table and the allow-list are process-wide;
+     * limit_conn_per_ip counts connections at the top level, requests in flight in a block */
+    { "limit_conn_per_ip", IN_ANY, ONE, d_limit_conn, NUM(0, 0, U_COUNT, 0, 1000000) },
+    { "limit_req_per_ip", IN_ANY, 1, 3, "RATE [burst N] (e.g. 10r/s burst 20) or off",
+      d_limit_req, NUM(0, 0, U_COUNT, 1, 100000) },
+    { "limit_allow", IN_TOP, 1, 0, "one or more addresses or CIDR ranges", d_cidrs,
+      TOP(limit_allow), 0, 0, 0, 0 },
+    { "limit_table_size", IN_TOP, ONE, d_auto,
+      NUM(TOP(limit_table_size), F_UNSIGNED, U_COUNT, 1024, 1u << 26) },
     { "file_cache_entries", IN_TOP, ONE, d_number,
       NUM(TOP(file_cache_entries), F_UNSIGNED, U_COUNT, 64, 10000000) },
     { "file_cache_size", IN_TOP, ONE, d_number,

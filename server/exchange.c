@@ -19,6 +19,7 @@
 #include "access_log.h"
 #include "auth_basic.h"
 #include "carry.h"
+#include "client_limits.h"
 #include "handler.h"
 #include "http_date.h"
 #include "netaddr.h"
@@ -31,6 +32,8 @@
 #define REDIRECTS_MAX 10           /* internal redirects in a row (CGI local Location) */
 
 enum { XF_NONE = 0, XF_LENGTH, XF_CHUNKED, XF_CLOSE }; /* body framing of a streamed response */
+_Static_assert(LIMIT_REQ_SLOTS == sizeof(((struct served *)0)->limits) / sizeof(uint32_t),
+               "a request's limit slots fit struct served");
 
 struct ex_deferred {
     struct exchange ex;             /* moved here by ex_defer() */
@@ -41,6 +44,7 @@ struct ex_deferred {
     bool complete;                  /* the response is complete (or replaced by a redirect) */
     bool asked_body;                /* ex_want_body() was called once (100 Continue) */
     bool expect_continue;           /* the client waits for 100 Continue before its body */
+    bool req_keep_alive;            /* the request's own keep-alive (ex.req is gone later) */
     uint8_t framing;                /* XF_* once a stream has begun */
     uint64_t left;                  /* XF_LENGTH: body bytes still to send */
     const struct ex_filter_ops *fops; /* the generation's stream filter, when it offered */
@@ -229,7 +233,8 @@ static bool closes_after(int status)
            status == 501 || status == 505;
 }
 
-int ex_error(struct exchange *ex, int status)
+/* An error page; with `retry_after` (seconds), a Retry-After header on the built-in one. */
+static int error_reply(struct exchange *ex, int status, unsigned retry_after)
 {
     if (closes_after(status))
         ex->keep_alive = false;
@@ -244,9 +249,16 @@ int ex_error(struct exchange *ex, int status)
     resp_begin(&r, head, sizeof(head), status, ex->date);
     if (status == 405 || status == 501)
         RESP_LIT(&r, "Allow: GET, HEAD, OPTIONS\r\n");
+    if (retry_after)
+        resp_header_u64(&r, "Retry-After", 11, retry_after);
     RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
     size_t n = http_error_page(status, page, sizeof(page));
     return ex_send(ex, &r, page, n);
+}
+
+int ex_error(struct exchange *ex, int status)
+{
+    return error_reply(ex, status, status == 429 ? 1 : 0);
 }
 
 /* ---- deferring ------------------------------------------------------------------------------ */
@@ -280,6 +292,7 @@ struct exchange *ex_defer(struct exchange *ex, void *state)
     xd->ops = ex->loc->ops;
     xd->inst = ex->loc->instance;
     xd->expect_continue = req->expect_continue && req->has_body;
+    xd->req_keep_alive = req->keep_alive;
     xd->d.ex = &xd->ex;
     xd->d.sink = ex->sink;
     xd->d.watch_set.fd = -1;
@@ -306,8 +319,7 @@ int ex_want_body(struct exchange *ex, bool want)
         if (rc < 0)
             return rc;
         xd->expect_continue = false;
-        if (ex->req)
-            ex->keep_alive = ex->req->keep_alive && !xd->d.close;
+        ex->keep_alive = xd->req_keep_alive && !xd->d.close;
     }
     xd->asked_body |= want;
     if (want)
@@ -625,28 +637,54 @@ static int auth_challenge(struct exchange *ex, const char *realm)
     return ex_send(ex, &r, page, n);
 }
 
+/* The per-client limits of `lc` for this request (client_limits.h): 0 to go on, 1 when it was
+ * answered 429, or -errno. The slots it takes are the connection's to release (held[]).
+ * An internal redirect is the same request: it was counted once. */
+static int check_limits(struct exchange *ex, const struct loc_conf *lc,
+                        const struct request_ctx *rc, uint32_t held[LIMIT_REQ_SLOTS])
+{
+    unsigned retry_after;
+    if (ex->redirects || limits_request(ex->rt, lc, &ex->client_addr, rc->limit_at_request, held,
+                                        &retry_after) == 0)
+        return 0;
+    int r = error_reply(ex, 429, retry_after);
+    return r < 0 ? r : 1;
+}
+
 /* Pick the site and location (matching the decoded, normalised path, so "/assets/../secret"
- * cannot borrow the rules of /assets/), check its authentication, run its handler. */
-static int dispatch(struct exchange *ex)
+ * cannot borrow the rules of /assets/), apply its limits, check its authentication, run its
+ * handler — or, on a plain listener with tls_redirect_http, redirect to HTTPS. */
+static int dispatch(struct exchange *ex, const struct request_ctx *rc,
+                    uint32_t held[LIMIT_REQ_SLOTS])
 {
     const struct http_request *req = ex->req;
     const struct site *site = site_select(&ex->rt->cfg.sites, req->host);
+    int rc2;
+    if (!rc->tls && ex->rt->cfg.tls_redirect_http) {
+        if ((rc2 = check_limits(ex, &site->base, rc, held)) != 0)
+            return rc2 < 0 ? rc2 : 0;
+        return redirect_to_https(ex, rc->https_port);
+    }
     if (req->path.len == 1 && req->path.ptr[0] == '*') {
         /* "OPTIONS *" asks about the server, not a resource (RFC 9110 9.3.7); the parser lets
          * the asterisk through for OPTIONS only. */
         ex->loc = &site->base;
+        if ((rc2 = check_limits(ex, ex->loc, rc, held)) != 0)
+            return rc2 < 0 ? rc2 : 0;
         char head[RESP_HEAD_MAX];
         struct response r;
         resp_begin(&r, head, sizeof(head), 204, ex->date);
         RESP_LIT(&r, "Allow: GET, HEAD, OPTIONS\r\n");
         return ex_send(ex, &r, NULL, 0);
     }
-    int rc = path_normalize_plain(req->path.ptr, req->path.len, ex->path, EX_PATH_MAX,
-                                  &ex->path_len, &ex->path_plain);
-    if (rc < 0)
-        return ex_error(ex, rc == -ENAMETOOLONG ? 414 : 400);
+    rc2 = path_normalize_plain(req->path.ptr, req->path.len, ex->path, EX_PATH_MAX,
+                               &ex->path_len, &ex->path_plain);
+    if (rc2 < 0)
+        return ex_error(ex, rc2 == -ENAMETOOLONG ? 414 : 400);
     const struct loc_conf *lc = site_location(site, (struct strview){ ex->path, ex->path_len });
     ex->loc = lc;
+    if ((rc2 = check_limits(ex, lc, rc, held)) != 0)
+        return rc2 < 0 ? rc2 : 0;
     if (lc->auth_users &&
         !auth_check(lc->auth_users, HTTP_KNOWN(req, H_AUTHORIZATION), ex->user_buf,
                     sizeof(ex->user_buf), &ex->remote_user))
@@ -692,11 +730,14 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
         ex.keep_alive = false;
     netaddr_real_client(&rt->cfg.trusted_proxies, rt->cfg.real_ip_forwarded, &rc->peer_addr,
                         req, &ex.client_addr);
-    int rc2 = !rc->tls && rt->cfg.tls_redirect_http ? redirect_to_https(&ex, rc->https_port)
-                                                     : dispatch(&ex);
+    uint32_t held[LIMIT_REQ_SLOTS] = { LIMIT_NONE, LIMIT_NONE };
+    int rc2 = dispatch(&ex, rc, held);
     struct ex_deferred *xd = ex.xd;
-    *out = (struct served){ NULL, false };
+    *out = (struct served){ NULL, false, { held[0], held[1] } };
     if (xd) {
+        /* The request lives in the connection's read buffer and this frame: from here on the
+         * deferred exchange has only what ex_defer() copied. */
+        xd->ex.req = NULL;
         out->deferred = &xd->d; /* on failure too: the connection closes and aborts it */
         settle(xd);
         return rc2;
@@ -784,7 +825,7 @@ static int x_end(struct sink_deferral *d, struct worker *w, struct served *next)
 {
     struct ex_deferred *xd = xd_of(d);
     assert(d->done && d->nwatch == 0);
-    *next = (struct served){ NULL, d->close };
+    *next = (struct served){ NULL, d->close, { LIMIT_NONE, LIMIT_NONE } };
     if (!xd->redirect) {
         log_exchange(xd, xd->ex.status);
         xd_free(xd);

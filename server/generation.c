@@ -9,6 +9,7 @@
 
 #include "access_log.h"
 #include "auth_basic.h"
+#include "client_limits.h"
 #include "handler.h"
 #include "runtime.h"
 #include "server.h"
@@ -71,6 +72,41 @@ static int init_location(struct server *srv, struct runtime *rt, struct loc_conf
     return 0;
 }
 
+/* Does any block of the configuration set a per-client limit? */
+static bool wants_limits(const struct config *cfg)
+{
+    if (cfg->limit_conn_per_ip)
+        return true;
+    const struct site_set *ss = &cfg->sites;
+    for (unsigned i = 0; i < ss->nsites; i++)
+        for (unsigned j = 0; j <= ss->sites[i].nlocs; j++) {
+            const struct loc_conf *lc = j ? &ss->sites[i].locs[j - 1] : &ss->sites[i].base;
+            if (lc->limit_conn > 0 || lc->limit_req_interval)
+                return true;
+        }
+    return false;
+}
+
+/* The server's table of per-client limits, made the first time a generation sets a limit (its
+ * size is fixed from then on: limit_table_size, else 4 entries per max_connections). Only
+ * the thread building a generation gets here. Returns 0 or -1 (message printed). */
+static int attach_limits(struct server *srv, struct runtime *rt)
+{
+    struct limit_table *t = atomic_load_explicit(&srv->limits, memory_order_acquire);
+    if (!t && wants_limits(&rt->cfg)) {
+        const struct config *c = &rt->cfg;
+        uint64_t n = c->limit_table_size ? c->limit_table_size : 4 * (uint64_t)c->max_connections;
+        t = limit_table_new(n > UINT32_MAX ? UINT32_MAX : (unsigned)n);
+        if (!t) {
+            fprintf(stderr, "lfhttpd: per-client limits: out of memory\n");
+            return -1;
+        }
+        atomic_store_explicit(&srv->limits, t, memory_order_release);
+    }
+    rt->limits = t;
+    return 0;
+}
+
 struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned generation)
 {
     struct runtime *rt = calloc(1, sizeof(*rt));
@@ -83,7 +119,7 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     rt->generation = generation;
     rt->access_fd = -1;
     atomic_store_explicit(&rt->refs, 1, memory_order_relaxed);
-    if (handlers_generation_init(srv, rt) < 0)
+    if (handlers_generation_init(srv, rt) < 0 || attach_limits(srv, rt) < 0)
         goto fail;
     struct site_set *ss = &rt->cfg.sites;
     for (unsigned i = 0; i < ss->nsites; i++) {

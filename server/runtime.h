@@ -19,6 +19,7 @@
 
 struct exchange;
 struct logfile;
+struct limit_table;
 struct ex_filter_ops;
 struct tls_ctx;
 
@@ -31,6 +32,9 @@ struct runtime {
     struct tls_ctx *tls;        /* certificates of the TLS listeners; NULL without them */
     int access_fd;              /* -1 when the access log is off */
     struct logfile *access_log; /* its lines, whole or lost (logfile.h); NULL when off */
+    /* The per-client limits' table (client_limits.h): the server's, shared by every
+     * generation since the first that set a limit; NULL before. */
+    struct limit_table *limits;
     /* The location's own error page for `status`, when a handler type provides them (the
      * static one): 0 when sent, -ENOENT when there is none, or -errno (connection failed). */
     int (*error_page)(struct exchange *ex, int status);

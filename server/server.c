@@ -340,6 +340,32 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
     return (int)copies;
 }
 
+/* The sockets systemd passed, then every configured listener (on a passed socket where one
+ * matches it, else bound here); a passed socket that no listener takes is an error. */
+static int open_listeners(struct server *srv, const struct config *c)
+{
+    if (systemd_init(&srv->sd, TICK_MS) < 0)
+        return -1;
+    srv->sd.summary = status_summary;
+    srv->sd.summary_arg = srv;
+    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
+    if (unused) {
+        fprintf(stderr, "lfhttpd: socket '%s' passed by systemd is used by no listener (add "
+                        "'listen systemd:%s' or 'tls_listen systemd:%s', or listen on its "
+                        "address)\n", unused->name, unused->name, unused->name);
+        return -1;
+    }
+    for (unsigned i = 0, n = 0; i < c->nlisten; i++) {
+        int used = open_listener(srv, n, &c->listen[i]);
+        if (used < 0)
+            return -1;
+        n += (unsigned)used;
+        atomic_store(&srv->nlisteners, n);
+    }
+    note_https_port(srv);
+    return 0;
+}
+
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
@@ -384,25 +410,8 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
         fprintf(stderr, "lfhttpd: thread pool: %s\n", strerror(-rc));
         return -1;
     }
-    if (systemd_init(&srv->sd, TICK_MS) < 0)
+    if (open_listeners(srv, c) < 0)
         return -1;
-    srv->sd.summary = status_summary;
-    srv->sd.summary_arg = srv;
-    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
-    if (unused) {
-        fprintf(stderr, "lfhttpd: socket '%s' passed by systemd is used by no listener (add "
-                        "'listen systemd:%s' or 'tls_listen systemd:%s', or listen on its "
-                        "address)\n", unused->name, unused->name, unused->name);
-        return -1;
-    }
-    for (unsigned i = 0, n = 0; i < c->nlisten; i++) {
-        int used = open_listener(srv, n, &c->listen[i]);
-        if (used < 0)
-            return -1;
-        n += (unsigned)used;
-        atomic_store(&srv->nlisteners, n);
-    }
-    note_https_port(srv);
 
     /* Signals are taken from a signalfd in the handle set; block them in every thread (the
      * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
@@ -470,9 +479,10 @@ static void reload(struct server *srv)
     if (cfg.threads != cur->cfg.threads || cfg.batch != cur->cfg.batch ||
         cfg.concurrency != cur->cfg.concurrency ||
         strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
-        strcmp(cfg.error_log, cur->cfg.error_log))
-        log_warn("SIGHUP: threads, leader_batch, concurrency, user, group and error_log take "
-                 "effect only after a restart");
+        strcmp(cfg.error_log, cur->cfg.error_log) ||
+        (cur->limits && cfg.limit_table_size != cur->cfg.limit_table_size))
+        log_warn("SIGHUP: threads, leader_batch, concurrency, user, group, error_log and "
+                 "limit_table_size take effect only after a restart");
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg.listen, cfg.nlisten);
     if (unused) {
         runtime_unref(cur);
@@ -598,6 +608,7 @@ void server_gauges(struct server *srv, struct server_gauges *g)
     }
     g->conns_open = conn_gauges(srv, g->conns);
     g->timers = timer_pending(&srv->timers);
+    limit_table_stats(atomic_load_explicit(&srv->limits, memory_order_acquire), &g->limits);
 }
 
 void server_destroy(struct server *srv)
@@ -629,6 +640,7 @@ void server_destroy(struct server *srv)
     srv->hs = NULL;
     runtime_unref(atomic_exchange(&srv->rt, NULL));
     handlers_release(srv); /* after the last runtime: their work may hold runtimes */
+    limit_table_free(atomic_exchange(&srv->limits, NULL)); /* no connection holds a slot now */
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);
     carry_pool_release();

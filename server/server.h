@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "client_limits.h"
 #include "config.h"
 #include "event_handler.h"
 #include "handle_set.h"
@@ -83,6 +84,9 @@ struct server {
     /* The layer above the connections (sink.h): set by main() before server_init. */
     const struct exchange_layer *layer;
     _Atomic unsigned https_port; /* the first open TLS listener's port (tls_redirect_http) */
+    /* Per-client limits (client_limits.h): made by the first generation that sets a limit,
+     * then kept across reloads (every client's counts survive a SIGHUP); freed at exit. */
+    _Atomic(struct limit_table *) limits;
 };
 
 /* What /server-status and /metrics show of the core, taken without stopping anything: the
@@ -101,6 +105,7 @@ struct server_gauges {
     unsigned conns_open;
     unsigned conns[GAUGE_CONN_KINDS]; /* what the open connections wait for */
     unsigned timers;                  /* handler timers scheduled */
+    struct limit_stats limits;        /* per-client limits (zero while no limit is set) */
     unsigned nworkers;                /* detail kept for the first GAUGES_MAX_WORKERS threads */
     struct {
         int role;

@@ -126,12 +126,17 @@ struct request_ctx {
     unsigned https_port;             /* the first TLS listener's (tls_redirect_http), or 0 */
     bool body_follows;               /* body bytes are still to come */
     bool closing;                    /* the connection closes after this response (draining) */
+    bool limit_at_request;           /* the peer is a trusted proxy: its clients' connections
+                                      * are counted per request (client_limits.h) */
 };
 
 /* What came of a request (exchange_layer.request). */
 struct served {
     struct sink_deferral *deferred;  /* the exchange continues: NULL when it is complete */
     bool close;                      /* the response said "Connection: close" */
+    uint32_t limits[2];              /* per-client limit slots the request holds until its
+                                      * response is complete (client_limits.h; UINT32_MAX:
+                                      * none): the connection releases them */
 };
 
 /* Every entry returns 0, or -errno when the connection must close now. The deferred callbacks

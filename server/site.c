@@ -45,6 +45,8 @@ void loc_conf_init(struct loc_conf *lc)
     for (int i = 0; i < SITE_NCODINGS; i++)
         lc->compress_level[i] = -1;
     lc->compress_cache_size = -1;
+    lc->limit_conn = -1;
+    lc->limit_req_burst = -1;
     lc->compress_dynamic = -1;
 }
 
@@ -278,6 +280,15 @@ static int inherit(struct loc_conf *lc, const struct loc_conf *p)
         return -1;
     if (lc->compress_cache_size < 0)
         lc->compress_cache_size = p->compress_cache_size;
+    if (lc->limit_conn < 0) {
+        lc->limit_conn = p->limit_conn;
+        lc->limit_conn_rule = p->limit_conn_rule;
+    }
+    if (lc->limit_req_burst < 0) {
+        lc->limit_req_burst = p->limit_req_burst;
+        lc->limit_req_interval = p->limit_req_interval;
+        lc->limit_req_rule = p->limit_req_rule;
+    }
     if (lc->compress_dynamic < 0)
         lc->compress_dynamic = p->compress_dynamic;
     /* Like nginx: a level that sets any add_header / error_page replaces the parent's list.
@@ -313,6 +324,31 @@ static int inherit(struct loc_conf *lc, const struct loc_conf *p)
         }
     }
     return 0;
+}
+
+/* The id of a limit set in a block: a hash of its kind, its site's first name and the block's
+ * match, so that a reload of an edited file keeps each block's counts (0 is the top level's
+ * connection count). */
+static uint32_t rule_id(char kind, const struct site *s, const struct loc_conf *lc)
+{
+    const char *parts[2] = { s->nnames ? s->names[0] : s->is_default ? "#default" : "",
+                             lc->prefix ? lc->prefix : lc->ext ? lc->ext : "" };
+    uint32_t h = 2166136261u ^ (uint8_t)kind;
+    for (int k = 0; k < 2; k++)
+        for (const char *p = parts[k];; p++) {
+            h = (h ^ (uint8_t)*p) * 16777619u;
+            if (!*p)
+                break;
+        }
+    return h ? h : 1;
+}
+
+static void name_rules(const struct site *s, struct loc_conf *lc)
+{
+    if (lc->limit_conn >= 0)
+        lc->limit_conn_rule = rule_id('c', s, lc);
+    if (lc->limit_req_burst >= 0)
+        lc->limit_req_rule = rule_id('r', s, lc);
 }
 
 int site_set_finish(struct site_set *ss)
@@ -355,8 +391,15 @@ int site_set_finish(struct site_set *ss)
     defaults.compress_level[2] = 9;  /* gzip */
     defaults.compress_cache_dir = d_empty;
     defaults.compress_cache_size = 256 * 1024 * 1024;
+    defaults.limit_conn = 0;
+    defaults.limit_req_burst = 0;
     defaults.compress_dynamic = 0; /* per-request work: asked for, never assumed */
 
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        name_rules(&ss->sites[i], &ss->sites[i].base);
+        for (unsigned j = 0; j < ss->sites[i].nlocs; j++)
+            name_rules(&ss->sites[i], &ss->sites[i].locs[j]);
+    }
     bool failed = inherit(&ss->sites[0].base, &defaults) < 0;
     for (unsigned i = 1; i < ss->nsites && !failed; i++)
         failed = inherit(&ss->sites[i].base, &ss->sites[0].base) < 0;

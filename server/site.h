@@ -77,6 +77,13 @@ struct loc_conf {
     int compress_level[SITE_NCODINGS]; /* br, zstd, gzip; -1 unset */
     char *compress_cache_dir; /* "" = off (variants kept in memory only) */
     int64_t compress_cache_size; /* bytes; -1 unset */
+    /* Per-client limits (server/client_limits.c). A rule's id names its counts in the limits table:
+     * given by site_set_finish() to the block that sets it, shared by the blocks inheriting it. */
+    int limit_conn;           /* requests in flight per client; 0 = off; -1 unset */
+    uint32_t limit_conn_rule;
+    uint64_t limit_req_interval; /* ns between two requests at the rate; 0 = off */
+    int limit_req_burst;      /* requests at once; -1 unset */
+    uint32_t limit_req_rule;
     int compress_dynamic;     /* on|off: streamed responses (CGI, test endpoints), gzip/zstd */
 
     /* Filled at server start-up. */

@@ -27,13 +27,6 @@ once the load stops and the same files are fetched again, descriptors or threads
 what they were after the warm-up; error-log lines at level error other than the ones the
 abandoning clients cause. The machine is shared, so nothing is judged by speed.
 
-Known bug, counted apart (until handlers/cgi.c is fixed; --strict counts it as a failure):
-spawn_script's file actions dup2() the script onto descriptor 3 and only then fchdir() to the
-script's directory, whose descriptor may itself be 3 once a reload has closed the first
-runtime's root (descriptor 3 at start-up): fchdir fails with ENOTDIR and the request gets a
-500 ("cannot start: Not a directory" in the error log). A CGI 500 is put down to it only as
-many times as that line appears.
-
 Output: the samples (CSV) and a summary (JSON) in --out, a table on stdout, and last the line
 "N passed, N failed" (one per check).
 """
@@ -69,9 +62,6 @@ ROTATE_EVERY = 10.0
 EXPECTED_ERRORS = (
     re.compile(r"cgi /cgi-bin/\S+: (?!cannot start|the script could not be started)"),
 )
-# the known bug's lines (see above)
-KNOWN_BUG_LINE = re.compile(r"cgi /cgi-bin/\S+: (cannot start: Not a directory|"
-                            r"the script could not be started)")
 
 
 def sha(b):
@@ -93,7 +83,6 @@ class Soak:
         self.samples = []
         self.resumed = 0
         self.resume_tries = 0
-        self.cgi_500 = []          # CGI requests answered 500: the known bug, if it says so
 
     # ---- bookkeeping ------------------------------------------------------------------------
 
@@ -264,15 +253,6 @@ class Soak:
         assert r.status == 200, r
         return r.body
 
-    def known_bug(self, name, r):
-        """A CGI request answered 500: set aside, to be matched with the error log's
-        "cannot start: Not a directory" lines at the end (see the module's docstring)."""
-        if self.args.strict or not name.startswith("cgi") or r.status != 500:
-            return False
-        with self.lock:
-            self.cgi_500.append("%.1fs %s" % (time.monotonic() - self.t0, name))
-        return True
-
     # ---- well-behaved clients -------------------------------------------------------------------
 
     def keepalive_client(self, seed):
@@ -289,7 +269,7 @@ class Soak:
                         c.send(data)
                         r = c.read_response(method)
                         bad = check(r)
-                        if bad and not self.known_bug(name, r):
+                        if bad:
                             self.error("keep-alive " + name, bad)
                         self.count("keep-alive")
             except Exception as e:
@@ -308,7 +288,7 @@ class Soak:
                     for name, data, method, check in batch:
                         r = c.read_response(method)
                         bad = check(r)
-                        if bad and not self.known_bug(name, r):
+                        if bad:
                             self.error("pipelined " + name, bad)
                     self.count("pipelined", len(batch))
             except Exception as e:
@@ -585,16 +565,10 @@ class Soak:
                                                                        RSS_MARGIN_KIB)))
         else:
             checks.append(("RSS flat after the warm-up", False, "too few samples"))
-        enotdir = self.srv.stderr.count("cannot start: Not a directory")
-        unexplained = max(0, len(self.cgi_500) - enotdir)
-        checks.append(("no error a well-behaved client saw", not self.errors and not unexplained,
-                       "%d, and %d CGI 500s the known bug does not explain: %s" % (
-                           len(self.errors), unexplained, self.errors[:5])))
-        print("known bug (handlers/cgi.c, descriptor 3): %d CGI request(s) answered 500, "
-              "%d \"cannot start: Not a directory\" line(s)" % (len(self.cgi_500), enotdir))
+        checks.append(("no error a well-behaved client saw", not self.errors,
+                       "%d: %s" % (len(self.errors), self.errors[:5])))
         unexpected = [l for l in self.srv.stderr.splitlines() if "[error]" in l and
-                      not any(p.search(l) for p in EXPECTED_ERRORS) and
-                      (self.args.strict or not KNOWN_BUG_LINE.search(l))]
+                      not any(p.search(l) for p in EXPECTED_ERRORS)]
         checks.append(("no unexpected error-log line", not unexpected, "%s" % unexpected[:5]))
         checks.append(("TLS sessions resumed", self.resumed > 0,
                        "%d of %d offered" % (self.resumed, self.resume_tries)))
@@ -628,7 +602,6 @@ class Soak:
             "fds": [s["fds"] for s in self.samples][-1],
             "checks": [{"check": n, "ok": ok, "detail": d} for n, ok, d in checks],
             "errors": self.errors[:50],
-            "known_cgi_bug_500s": self.cgi_500[:50],
             "error_log_errors": [l for l in self.srv.stderr.splitlines() if "[error]" in l][:50],
         }
         with open(os.path.join(out, "summary.json"), "w") as f:
@@ -656,8 +629,6 @@ def main():
     ap.add_argument("--seconds", type=int, default=600)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--strict", action="store_true",
-                    help="count the known handlers/cgi.c bug as a failure")
     args = ap.parse_args()
     os.environ["LFHTTPD_BUILD"] = args.build
     if args.out is None:

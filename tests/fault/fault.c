@@ -19,7 +19,8 @@
  *   spawn (posix_spawn, posix_spawnp): EAGAIN, nothing started.
  * Modes: off; always (every armed call fails); random (ppm failures per million armed calls,
  * a xorshift generator per thread); countdown (the Nth armed call from now fails, once; the
- * mode then goes back to off by itself).
+ * mode then goes back to off by itself); from (the Nth armed call from now and every one after
+ * it fail: the mode turns into always at the Nth).
  *
  * The allocator is found with dlsym(RTLD_NEXT); allocations made while dlsym itself runs come
  * from a small static arena and are never freed.
@@ -49,7 +50,7 @@ enum point {
     P_MALLOC, P_CALLOC, P_REALLOC, P_MEMALIGN, P_OPEN, P_ACCEPT, P_PIPE, P_EPOLL_CTL, P_SPAWN,
     NPOINTS
 };
-enum mode { M_OFF = 0, M_ALWAYS, M_RANDOM, M_COUNTDOWN };
+enum mode { M_OFF = 0, M_ALWAYS, M_RANDOM, M_COUNTDOWN, M_FROM };
 
 #define FAULT_MAGIC 0x4946464cu /* "LFFI" */
 #define FAULT_VERSION 1
@@ -61,7 +62,8 @@ struct fault_ctl {
     uint32_t armed;          /* bit (1 << point) per armed point */
     uint32_t mode;           /* enum mode */
     uint32_t ppm;            /* M_RANDOM: failures per million armed calls */
-    uint32_t countdown;      /* M_COUNTDOWN: armed calls until (and including) the failing one */
+    uint32_t countdown;      /* M_COUNTDOWN, M_FROM: armed calls until (and including) the
+                                (first) failing one */
     uint64_t min_size;       /* allocation points: smaller requests never fail */
     uint64_t calls[16];      /* armed calls seen, per point (while the mode is not off) */
     uint64_t failed[16];     /* calls made to fail, per point */
@@ -215,14 +217,16 @@ static bool should_fail(enum point p, size_t size)
         fail = true;
     } else if (mode == M_RANDOM) {
         fail = next_random() % 1000000u < __atomic_load_n(&c->ppm, __ATOMIC_RELAXED);
-    } else if (mode == M_COUNTDOWN) {
+    } else if (mode == M_COUNTDOWN || mode == M_FROM) {
         uint32_t v = __atomic_load_n(&c->countdown, __ATOMIC_RELAXED);
         while (v > 0 && !__atomic_compare_exchange_n(&c->countdown, &v, v - 1, false,
                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             ;
         if (v == 1) {
             fail = true;
-            __atomic_store_n(&c->mode, M_OFF, __ATOMIC_RELAXED);
+            __atomic_store_n(&c->mode, mode == M_FROM ? M_ALWAYS : M_OFF, __ATOMIC_RELAXED);
+        } else if (v == 0 && mode == M_FROM) {
+            fail = true; /* past the Nth while another thread switches to always */
         }
     }
     if (fail) {

@@ -44,13 +44,13 @@ CONF = ["test_endpoints /_test/", "location /cgi-bin/ {", "    handler cgi", "}"
         "location /list/ {", "    directory_listing on", "}"]
 
 
-def _server(tmpdir, faults, tls=False):
+def _server(tmpdir, faults, tls=False, extra=()):
     env = sanitizer_env(faults.env())
     if tls:
         # The ECDSA certificate only: an allocation failure inside OpenSSL's RSA blinding
         # leaves the key signing wrongly for a while (known_bug_openssl_rsa_blinding_...).
         p = TLS.the_pki()
-        srv = TLS.tls_server(tmpdir, plain=True, extra=CONF, start=False,
+        srv = TLS.tls_server(tmpdir, plain=True, extra=list(CONF) + list(extra), start=False,
                              certs=["%s %s" % (p.b_chain, p.b_key)])
         _add_site(srv.tree.root)
         srv.env = env
@@ -61,7 +61,7 @@ def _server(tmpdir, faults, tls=False):
         _add_site(tree.root)
         conf = os.path.join(tmpdir, "faults.conf")
         with open(conf, "w") as f:
-            f.write("\n".join(CONF) + "\n")
+            f.write("\n".join(list(CONF) + list(extra)) + "\n")
         srv = Server(root=tree.root, args=["--config", conf], env=env)
         srv.tree = tree
         srv.files = tree.files
@@ -138,12 +138,17 @@ def ask(addr, method, path, body=b"", tls=None):
             c.send(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        gave_up = False
         try:
             while c._fill():
                 pass
+        except TimeoutError:
+            gave_up = True    # the server kept the connection open after all
         except (ConnectionResetError, OSError):
             pass
-        return Reply(bytes(c.buf), method)
+        r = Reply(bytes(c.buf), method)
+        r.gave_up = gave_up
+        return r
 
 
 # ---- the requests and what each must get -----------------------------------------------------
@@ -187,11 +192,12 @@ def kinds(srv):
         ("metrics", "GET", "/metrics", b"",
          lambda r: r.status == 200 and b"lfhttpd_requests_total" in r.body),
         ("cgi", "GET", "/cgi-bin/hello", b"", lambda r: r.status == 200 and r.body == b"hello\n"),
+        CGI_BODY,
     ]
 
 
-# Not among kinds() until handlers/cgi.c checks posix_spawn_file_actions_adddup2 (see
-# known_bug_cgi_spawn_file_actions_failure_loses_the_request_body).
+# A script that reads its stdin: each of its file actions (the dup2 of stdin, stdout...)
+# allocates, and one left out would run it on the server's own stdin or stdout.
 CGI_BODY = ("cgi body", "POST", "/cgi-bin/cat", CAT_BODY,
             lambda r: r.status == 200 and r.body == CAT_BODY)
 
@@ -232,11 +238,8 @@ def kind_file_bytes(path):
 
 
 def run_load(srv, n, errors, counts, threads=3, tls=False):
-    """n requests of every kind in turn, from `threads` clients at once. Not CGI: when two
-    allocations in a row fail in spawn_script, a script runs with neither its stdin nor its stdout
-    redirected (known_bug_cgi_spawn_file_actions_...); each allocation of a CGI request is
-    failed on its own by test_allocation_failing_at_each_point_of_each_request instead."""
-    ks = [k for k in kinds(srv) if not k[2].startswith("/cgi-bin/")]
+    """n requests of every kind in turn, from `threads` clients at once."""
+    ks = kinds(srv)
     _FILES.update({"/kib.txt": srv.files["/kib.txt"], "/big.bin": srv.files["/big.bin"]})
     addr = srv.https if tls else srv.http
     lock = threading.Lock()
@@ -367,8 +370,11 @@ def test_allocation_failing_at_each_point_of_each_request(tmpdir):
 
 
 def test_allocation_failing_at_each_point_of_a_tls_connection(tmpdir):
+    """Every allocation of a TLS connection failed in turn, its handshake's included, with
+    limit_conn_per_ip 2: a connection that could not be set up gives its client's slot back
+    (one that leaked slots would have every later connection refused)."""
     f = Faults(tmpdir)
-    srv = _server(tmpdir, f, tls=True)
+    srv = _server(tmpdir, f, tls=True, extra=["limit_conn_per_ip 2"])
     all_correct(srv, tls=True)
     base = Baseline(srv)
     kind = kinds(srv)[0]
@@ -477,10 +483,12 @@ def test_accept_shortage_pauses_and_resumes(tmpdir):
 
 def test_registration_failures(tmpdir):
     """epoll_ctl(EPOLL_CTL_ADD) failing (the kernel's memory for a registration): a new
-    connection gets a 503 on the raw socket and the next one is served. Then every
-    registration a script makes fails in turn: whatever the answer, the server goes on and
-    the next request is served (what the answer should be:
-    known_bug_cgi_registration_failures_...)."""
+    connection gets a 503 on the raw socket and the next one is served. Then each registration
+    a CGI request makes fails in turn, once (the n-th) and for good (the n-th and every later
+    one): its script's pipes, its exit, its timer, the connection's set of them in the shared
+    set. Each time the answer is a complete 503 or the right one, the connection is closed as
+    the answer says (the client never has to give up), the script is reaped, descriptors and
+    threads are back, and the next request is served."""
     f = Faults(tmpdir)
     srv = _server(tmpdir, f)
     all_correct(srv)
@@ -496,48 +504,36 @@ def test_registration_failures(tmpdir):
         assert r.complete and k[4](r), r
     base.check("after connections could not be registered")
     k = ks["cgi"]
-    n = 0
-    for n in range(1, 50):
-        f.countdown(["epoll_ctl"], n)
-        r = ask(srv.http, k[1], k[2])
-        fired = f.mode() == 0
-        f.off()
-        assert srv.alive(), "the server died when registration %d failed" % n
-        assert r.status is None or (r.complete and (r.status == 503 or k[4](r))), \
-            "registration %d: %r" % (n, r)
-        r = ask(srv.http, k[1], k[2])
-        assert r.complete and k[4](r), "after registration %d failed: %r" % (n, r)
-        if not fired:
-            break
-    assert n > 4, "a script made only %d registrations?" % (n - 1)
-
-
-def known_bug_cgi_registration_failures_lose_the_answer_or_leak(tmpdir):
-    """Known bugs in handlers/cgi.c and server/connection.c (not collected: rename to test_
-    once fixed). Failing the n-th epoll_ctl(EPOLL_CTL_ADD) of a plain CGI GET (n=1 is the
-    connection's own, answered 503 as it should be):
-      n=2, 3, the first of job_spawn's ex_watch() calls: 503, but the killed script is never
-           reaped (a zombie for as long as the server runs) and three descriptors are left
-           open, each time;
-      n=4, 5, a later ex_watch(): 503 with `Connection: close`, but the connection is not
-           closed: the client waits until it gives up;
-      n=7, watch_set_park adding the connection's private set of watched handles to the
-           shared set: the connection is closed without a response.
-    Each should be a 503, the connection closed as announced, nothing left behind."""
-    f = Faults(tmpdir)
-    srv = _server(tmpdir, f)
-    all_correct(srv)
-    base = Baseline(srv)
-    k = [k for k in kinds(srv) if k[0] == "cgi"][0]
-    for n in range(1, 50):
-        f.countdown(["epoll_ctl"], n)
-        r = ask(srv.http, k[1], k[2])
-        fired = f.mode() == 0
-        f.off()
-        assert r.complete and (r.status == 503 or k[4](r)), "registration %d: %r" % (n, r)
-        base.check("after registration %d failed" % n)
-        if not fired:
-            break
+    for mode in ("once", "from then on"):
+        seen = {}
+        n = 0
+        for n in range(1, 50):
+            if mode == "once":
+                f.countdown(["epoll_ctl"], n)
+            else:
+                f.starting_at(["epoll_ctl"], n)
+            r = ask(srv.http, k[1], k[2])
+            fired = f.mode() in (0, 1)    # countdown: back to off; starting_at: always
+            f.off()
+            what = "registration %d failing %s" % (n, mode)
+            assert srv.alive(), "the server died: " + what
+            assert r.complete and (r.status == 503 or k[4](r)), "%s: %r" % (what, r)
+            assert not r.gave_up, "%s: %r, but the connection stayed open" % (what, r)
+            if fired:
+                seen[n] = r.status
+            base.check("after " + what)
+            # (a script killed with its exchange is reaped by a spawner thread, just after)
+            assert wait_until(lambda: not zombies_of(srv.proc.pid), 5), \
+                "%s: a zombie left" % what
+            r = ask(srv.http, k[1], k[2])
+            assert r.complete and k[4](r), "after %s: %r" % (what, r)
+            # That connection gone too, so that the next count starts with the next request's.
+            base.check("after the request that followed")
+            if not fired:
+                break
+        print("%s: %s" % (mode, seen))
+        assert n > 6, "a script made only %d registrations?" % (n - 1)
+        assert 503 in seen.values(), seen
 
 
 def known_bug_openssl_rsa_blinding_signs_wrongly_after_an_allocation_failure(tmpdir):
@@ -568,20 +564,3 @@ def known_bug_openssl_rsa_blinding_signs_wrongly_after_an_allocation_failure(tmp
             assert r.complete and kind[4](r), "after allocation %d failed: %r" % (n, r)
         if not fired:
             break
-
-
-def known_bug_cgi_spawn_file_actions_failure_loses_the_request_body(tmpdir):
-    """Known bug in handlers/cgi.c (left for its rewrite; not collected: rename to test_ once
-    fixed). spawn_script ignores what posix_spawn_file_actions_adddup2 returns; the first one
-    (stdin) allocates the actions' array, so when that allocation fails the script is started
-    without its stdin redirected: it reads the server's own stdin, never sees the request
-    body, and the client gets a 200 with what the script made of no body (here, empty) instead
-    of a 503. When the next one's allocation fails too (each retries it), stdout is not
-    redirected either: the script writes into the server's own stdout (the access log, with
-    `access_log stdout`) and the client gets a 502 "no output". The same unchecked calls can
-    leave stderr, the script's descriptor or its working directory unset."""
-    f = Faults(tmpdir)
-    srv = _server(tmpdir, f)
-    all_correct(srv)
-    n, counts = _sweep(srv, f, CGI_BODY, ALLOC)
-    assert n > 1

@@ -4,6 +4,7 @@
     srv = Server(..., env=f.env())          # the server runs with the injector preloaded
     f.random(["malloc", "calloc"], ppm=20000)   # 2% of those calls fail, from now on
     f.countdown(["malloc"], 3)              # the third malloc from now fails, once
+    f.starting_at(["epoll_ctl"], 4)         # the fourth and every later one fail, until off()
     f.always(["pipe"])                      # every pipe() fails
     f.off()
     f.failed("malloc"), f.calls("malloc")   # counters, since the control file was made
@@ -27,7 +28,7 @@ MAGIC = 0x4946464C
 VERSION = 1
 # magic, version, armed, mode, ppm, countdown, min_size, calls[16], failed[16]
 LAYOUT = struct.Struct("<6IQ16Q16Q")
-OFF, ALWAYS, RANDOM, COUNTDOWN = 0, 1, 2, 3
+OFF, ALWAYS, RANDOM, COUNTDOWN, FROM = 0, 1, 2, 3, 4
 
 
 def library():
@@ -80,6 +81,11 @@ class Faults:
     def countdown(self, points, n, min_size=0):
         """The n-th armed call from now fails (n >= 1), then everything is off again."""
         self._set(points, COUNTDOWN, countdown=n, min_size=min_size)
+
+    def starting_at(self, points, n):
+        """The n-th armed call from now and every one after it fail (n >= 1), until off();
+        mode() is ALWAYS once the n-th has come."""
+        self._set(points, FROM, countdown=n)
 
     def off(self):
         self._u32(3, OFF)

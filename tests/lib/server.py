@@ -358,10 +358,12 @@ def _addr_of(target):
 class Conn:
     """A client socket with a buffer and an HTTP/1.x response reader."""
 
-    def __init__(self, target, timeout=10.0, rcvbuf=None, nodelay=True):
+    def __init__(self, target, timeout=10.0, rcvbuf=None, nodelay=True, source=None):
         host, port = _addr_of(target)
         fam = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(fam, socket.SOCK_STREAM)
+        if source:   # the client's own address (e.g. 127.0.0.2: another client on loopback)
+            self.sock.bind((source, 0))
         if rcvbuf:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         if nodelay:
