@@ -27,6 +27,7 @@ struct server_snapshot {
     struct cgi_stats cgi;
     struct fc_stats fc;
     struct compress_stats cz;
+    const char *threads_reason;       /* how the pool's size was chosen (config.h), owned by rt */
 };
 
 void server_snapshot(struct server *srv, const struct runtime *rt, struct server_snapshot *s);

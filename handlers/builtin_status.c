@@ -1,11 +1,15 @@
-/* builtin_status.c — built-in handlers that show the server itself: `health` (/healthz),
- * `status` (/server-status, HTML and ?json) and `metrics` (/metrics, Prometheus text format).
+/* builtin_status.c — built-in handlers that show the server itself: `health` (/healthz, and
+ * with an argument the Kubernetes-style probes /livez and /readyz), `status` (/server-status,
+ * HTML and ?json) and `metrics` (/metrics, Prometheus text format).
  *
  * All three answer at once from a snapshot of counters the pool keeps anyway (per-thread
  * relaxed atomics, thread_pool.h), so a status request costs one pass over the connection
  * list and never blocks a request. Status and metrics are for operators: only clients in
- * `status_allow` (default: loopback) get them, others 403. Health is for load balancers and
- * container runtimes: anyone, 200 "ok" while serving, 503 "draining" during a graceful stop. */
+ * `status_allow` (default: loopback) get them, others 403. Health and the probes are for load
+ * balancers, container runtimes and kubelets, and answer anyone: /livez 200 while the process
+ * answers at all (also while draining); /readyz 200 once the listeners are up and until a
+ * graceful stop is requested, else 503; /healthz 200 "ok", 503 "draining" from the stop
+ * request on. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,7 @@
 void server_snapshot(struct server *srv, const struct runtime *rt, struct server_snapshot *s)
 {
     server_gauges(srv, &s->core);
+    s->threads_reason = rt->cfg.threads_reason;
     cgi_get_stats(srv, &s->cgi);
     s->cgi.max = rt->cfg.cgi_max;
     memset(&s->fc, 0, sizeof(s->fc));
@@ -144,17 +149,66 @@ static int send_text(struct exchange *ex, int status, const char *type, const ch
     return ex_send(ex, &r, body, len);
 }
 
-/* ---- health --------------------------------------------------------------------------------- */
+/* ---- health and probes ------------------------------------------------------------------ */
+
+/* `handler health [live|ready]`: /healthz (no argument), /livez and /readyz. */
+enum probe { PROBE_HEALTH, PROBE_LIVE, PROBE_READY };
+
+struct probe_inst {
+    struct server *srv;
+    enum probe kind;
+};
+
+static void *probe_create(const struct handler_env *env, const struct loc_conf *lc, char *err,
+                          size_t errlen)
+{
+    const char *arg = lc->handler_arg;
+    enum probe kind = PROBE_HEALTH;
+    if (arg && !strcmp(arg, "live")) {
+        kind = PROBE_LIVE;
+    } else if (arg && !strcmp(arg, "ready")) {
+        kind = PROBE_READY;
+    } else if (arg && *arg) {
+        snprintf(err, errlen, "unknown probe '%s' (live or ready)", arg);
+        return NULL;
+    }
+    struct probe_inst *p = malloc(sizeof(*p));
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    p->srv = env->srv;
+    p->kind = kind;
+    return p;
+}
+
+static void probe_destroy(void *inst)
+{
+    free(inst);
+}
 
 static int health_handle(void *inst, struct exchange *ex)
 {
-    struct server *srv = inst;
+    const struct probe_inst *p = inst;
     int rc = precheck(ex, false);
     if (rc)
         return rc < 0 ? rc : 0; /* answered already (OPTIONS, an error), or failed */
-    if (atomic_load_explicit(&srv->draining, memory_order_relaxed))
-        return send_text(ex, 503, "text/plain; charset=utf-8", "draining\n", 9);
-    return send_text(ex, 200, "text/plain; charset=utf-8", "ok\n", 3);
+    const char *type = "text/plain; charset=utf-8";
+    switch (p->kind) {
+    case PROBE_LIVE: /* the process answers: also while draining */
+        return send_text(ex, 200, type, "alive\n", 6);
+    case PROBE_READY:
+        if (server_ready(p->srv))
+            return send_text(ex, 200, type, "ready\n", 6);
+        if (server_stopping(p->srv))
+            return send_text(ex, 503, type, "stopping\n", 9);
+        return send_text(ex, 503, type, "starting\n", 9);
+    case PROBE_HEALTH:
+        break;
+    }
+    if (server_stopping(p->srv)) /* a graceful stop began (drain_delay or the drain) */
+        return send_text(ex, 503, type, "draining\n", 9);
+    return send_text(ex, 200, type, "ok\n", 3);
 }
 
 /* ---- status --------------------------------------------------------------------------------- */
@@ -180,15 +234,17 @@ __attribute__((format(printf, 2, 3))) static void outf(struct out *o, const char
 static void status_json(struct out *o, const struct server_snapshot *s)
 {
     outf(o, "{\"server\":\"lfhttpd\",\"version\":\"%s\",\"uptime\":%lld,\"time\":%lld,"
-            "\"draining\":%s,",
+            "\"ready\":%s,\"draining\":%s,",
          LFHTTPD_VERSION, (long long)s->core.uptime, (long long)time(NULL),
-         s->core.draining ? "true" : "false");
+         s->core.ready ? "true" : "false", s->core.draining ? "true" : "false");
     outf(o, "\"pool\":{\"concurrency\":\"%s\",\"threads\":%u,\"leading\":%u,\"processing\":%u,"
             "\"following\":%u,\"events\":%llu,\"waits\":%llu,\"promotions\":%llu,"
-            "\"no_follower\":%llu},",
+            "\"no_follower\":%llu,\"threads_reason\":\"",
          s->core.concurrency, s->core.threads, s->core.role[1], s->core.role[2], s->core.role[0], (unsigned long long)s->core.events,
          (unsigned long long)s->core.waits, (unsigned long long)s->core.promotions,
          (unsigned long long)s->core.no_follower);
+    json_escape_append(o->buf, o->cap, &o->len, s->threads_reason, strlen(s->threads_reason));
+    outf(o, "\"},");
     outf(o, "\"requests\":%llu,\"bytes_sent\":%llu,\"accepted\":%llu,",
          (unsigned long long)s->core.requests, (unsigned long long)s->core.bytes_out,
          (unsigned long long)s->core.accepted);
@@ -381,9 +437,9 @@ static int metrics_handle(void *inst, struct exchange *ex)
 
 const struct handler_ops health_handler = {
     .name = "health",
-    .create = builtin_create,
+    .create = probe_create,
     .handle = health_handle,
-    .destroy = builtin_destroy,
+    .destroy = probe_destroy,
 };
 
 const struct handler_ops status_handler = {

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_limit.h"
 #include "directives.h"
 #include "log.h"
 #include "version.h"
@@ -400,6 +401,8 @@ static void usage(FILE *out)
             "      --key FILE          private key of the --cert in the same position (PEM)\n"
             "      --test-endpoints PREFIX  serve the test endpoints under PREFIX (e.g. /_test/)\n"
             "  -t, --test              with no number after it: check the configuration, exit\n"
+            "      --probe URL         GET http://HOST:PORT/PATH once; exit 0 for 2xx/3xx, else\n"
+            "                          1 (a health check that needs no shell; no other option)\n"
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
             "\n"
@@ -559,6 +562,11 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
                             "FILE, or tls_certificate in the configuration file)\n");
         return CONFIG_ERROR;
     }
+    if (cfg->tls_ticket_key_file[0] && cfg->tls_ticket_rotation == 0) {
+        fprintf(stderr, "lfhttpd: tls_session_ticket_key_file needs session tickets, which "
+                        "tls_session_ticket_rotation 0 turns off\n");
+        return CONFIG_ERROR;
+    }
     if (cfg->tls_redirect_http && !tls) {
         if (cfg->tls_redirect_line)
             fprintf(stderr, "%s:%u: tls_redirect_http on needs a TLS listener\n",
@@ -568,8 +576,16 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         return CONFIG_ERROR;
     }
     if (cfg->threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cfg->threads = n > 0 ? (unsigned)n : 1;
+        /* threads auto: the CPUs this process may use, not the host's (cpu_limit.h) */
+        struct cpu_limit lim;
+        cpu_limit_read(&lim);
+        cfg->threads = lim.cpus;
+        char why[sizeof(cfg->threads_reason) - 16];
+        cpu_limit_describe(&lim, why, sizeof(why));
+        snprintf(cfg->threads_reason, sizeof(cfg->threads_reason), "threads auto: %s", why);
+    } else {
+        snprintf(cfg->threads_reason, sizeof(cfg->threads_reason), "threads %u: configured",
+                 cfg->threads);
     }
     return CONFIG_OK;
 }

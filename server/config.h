@@ -43,7 +43,8 @@ struct config {
     unsigned nlisten;
     struct site_set sites;  /* sites[0] is the top level: the default site */
     char mime_file[PATH_MAX]; /* "" = built-in table only */
-    unsigned threads;       /* 0 = one per CPU */
+    unsigned threads;       /* 0 while parsing = auto; resolved by config_from_args */
+    char threads_reason[PATH_MAX + 256]; /* how `threads` was chosen (the log, /server-status) */
     int batch;              /* events taken per epoll_wait by the leader */
     int concurrency;        /* enum concurrency (thread_pool.h) */
     int log_level;          /* enum log_level */
@@ -89,6 +90,7 @@ struct config {
     unsigned timeout_keepalive;
     unsigned timeout_send;
     unsigned drain_timeout;
+    unsigned drain_delay;       /* after SIGTERM: keep serving, not ready, this long */
     unsigned timeout_handshake; /* a TLS handshake, from accept to its end */
 
     /* TLS (tls.c). The first certificate is the default; the others are chosen by SNI. */
@@ -98,6 +100,7 @@ struct config {
     unsigned tls_session_cache;     /* server-side session cache entries; 0 = off */
     unsigned tls_session_timeout;   /* ms a session may be resumed */
     unsigned tls_ticket_rotation;   /* ms between session-ticket key rotations; 0 = no tickets */
+    char tls_ticket_key_file[PATH_MAX]; /* ticket keys shared by replicas; "" = generated keys */
     unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
     bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
     unsigned tls_redirect_line;     /* where the file set it (0: not from the file) */
@@ -114,6 +117,7 @@ struct config {
     bool status_allow_given;       /* the file set it (replacing the loopback default) */
     char test_endpoints[256];  /* prefix of the test endpoints, "" = off */
 
+    bool reload_on_change;   /* watch.h: reload when the file or one it names changes */
     const char *config_file; /* NULL when none */
     bool test_only;          /* -t / --test: check the configuration and exit */
 };

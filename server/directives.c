@@ -14,10 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "client_limits.h"
 #include "config.h"
 #include "handler.h"
 #include "thread_pool.h"
+#include "tls.h"
 
 /* The C type of a number's field. */
 enum { F_UNSIGNED = 0, F_SIZE, F_U64, F_INT, F_I64 };
@@ -211,8 +214,9 @@ static int d_onoff(const struct directive *d, const struct dir_ctx *x, char **ar
     return 0;
 }
 
-/* A file name, checked now: readable (mime_types, tls_passphrase_file), or writable for a
- * log (access_log, error_log; "off", "stdout", "stderr" are not files). */
+/* A file name, checked now: readable (mime_types, tls_passphrase_file), a valid key file
+ * (tls_session_ticket_key_file), or writable for a log (access_log, error_log; "off",
+ * "stdout", "stderr" are not files). */
 static int d_path(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     (void)nargs;
@@ -242,6 +246,15 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
     } else if (!strcmp(d->name, "mime_types") && access(v, R_OK) < 0) {
         fprintf(stderr, "%s: mime_types %s: %s\n", x->where, v, strerror(errno));
         return -1;
+    } else if (!strcmp(d->name, "tls_session_ticket_key_file")) {
+        unsigned char keys[TLS_MAX_TICKET_KEYS * TLS_TICKET_KEY_SIZE];
+        char err[PATH_MAX + 128];
+        int n = tls_ticket_key_file_read(v, keys, err, sizeof(err));
+        OPENSSL_cleanse(keys, sizeof(keys));
+        if (n < 0) {
+            fprintf(stderr, "%s: %s\n", x->where, err);
+            return -1;
+        }
     }
     snprintf(field_of(d, x), PATH_MAX, "%s", v);
     return 0;
@@ -794,6 +807,8 @@ const struct directive directive_table[] = {
       NUM(TOP(timeout_handshake), F_UNSIGNED, U_MS, 1, 86400000) },
     { "drain_timeout", IN_TOP, ONE, d_number,
       NUM(TOP(drain_timeout), F_UNSIGNED, U_MS, 0, 86400000) },
+    { "drain_delay", IN_TOP, ONE, d_number, NUM(TOP(drain_delay), F_UNSIGNED, U_MS, 0, 3600000) },
+    { "reload_on_change", IN_TOP, ONE, d_onoff, TOP(reload_on_change), 0, 0, 0, 0 },
     /* process-wide: TLS */
     { "tls_listen", IN_TOP, 1, 2, "ADDR:PORT [proxy_protocol]", d_listen, 0, 0, 0, 0, 0 },
     { "tls_certificate", IN_TOP, 2, 0, "a certificate file, a key file and optional server names",
@@ -805,6 +820,7 @@ const struct directive directive_table[] = {
       NUM(TOP(tls_session_timeout), F_UNSIGNED, U_MS, 1000, 86400000) },
     { "tls_session_ticket_rotation", IN_TOP, ONE, d_number,
       NUM(TOP(tls_ticket_rotation), F_UNSIGNED, U_MS, 0, 86400000) },
+    { "tls_session_ticket_key_file", IN_TOP, ONE, d_path, TOP(tls_ticket_key_file), 0, 0, 0, 0 },
     { "tls_hsts", IN_TOP, ONE, d_number, NUM(TOP(tls_hsts), F_UNSIGNED, U_COUNT, 0, 315360000) },
     { "tls_redirect_http", IN_TOP, ONE, d_onoff, TOP(tls_redirect_http), 0, 0, 0, 0 },
     /* process-wide: CGI and the built-in handlers */

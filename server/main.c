@@ -6,11 +6,15 @@
 
 #include "config.h"
 #include "log.h"
+#include "probe.h"
 #include "server.h"
 #include "sink.h"
 
 int main(int argc, char **argv)
 {
+    if (probe_requested(argc, argv))
+        return probe_main(argc, argv); /* the health-check client, not the server */
+
     /* Capabilities given through the ambient set (the unit's AmbientCapabilities=, to bind
      * ports below 1024 without root) stay this process's own, but go no further: a CGI script
      * must not inherit them. Fails harmlessly on kernels without ambient capabilities. */

@@ -31,6 +31,7 @@
 #include "handler.h"
 #include "log.h"
 #include "runtime.h"
+#include "watch.h"
 
 #define TICK_MS 250
 
@@ -69,8 +70,21 @@ void server_conn_closed(struct server *srv)
             acceptor_resume(&srv->listeners[i]);
 }
 
+bool server_ready(struct server *srv)
+{
+    return atomic_load_explicit(&srv->ready, memory_order_relaxed) &&
+           !atomic_load_explicit(&srv->stopping, memory_order_relaxed);
+}
+
+bool server_stopping(struct server *srv)
+{
+    return atomic_load_explicit(&srv->stopping, memory_order_relaxed);
+}
+
 void server_begin_drain(struct server *srv)
 {
+    atomic_store(&srv->stopping, true);
+    atomic_store(&srv->drain_at, 0);
     bool expected = false;
     if (!atomic_compare_exchange_strong(&srv->draining, &expected, true))
         return;
@@ -121,13 +135,41 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     int64_t now = now_ms();
     bool draining = atomic_load(&srv->draining);
     bool past_deadline = draining && now >= atomic_load(&srv->drain_deadline);
+    int64_t drain_at = atomic_load(&srv->drain_at);
+    if (!draining && drain_at && now >= drain_at) {
+        log_notice("drain_delay over: stopping to accept");
+        server_begin_drain(srv);
+        draining = true;
+    }
     conn_sweep(srv, now, draining, past_deadline);
     access_log_tick(now);
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
+    const char *pending = draining ? NULL : atomic_exchange(&srv->reload_pending, NULL);
+    if (pending)
+        server_reload(srv, pending);
+    if (!draining)
+        watch_tick(srv->watch, now);
     systemd_tick(&srv->sd);
     hs_rearm(srv->hs, eh, EPOLLIN);
+}
+
+/* SIGTERM/SIGINT. With drain_delay, report not-ready and keep serving for that long (the timer
+ * tick then begins the drain): a load balancer or Kubernetes removes the endpoint meanwhile, so
+ * no new connection arrives at a listener about to close. A second signal drains at once. */
+static void request_stop(struct server *srv, const char *sig)
+{
+    unsigned delay = atomic_load(&srv->drain_delay);
+    bool again = atomic_exchange(&srv->stopping, true);
+    if (again || delay == 0 || atomic_load(&srv->draining)) {
+        log_notice("%s received: shutting down gracefully", sig);
+        server_begin_drain(srv);
+        return;
+    }
+    atomic_store(&srv->drain_at, now_ms() + delay);
+    log_notice("%s received: shutting down gracefully after drain_delay: not ready, still "
+               "serving for %u ms", sig, delay);
 }
 
 static void on_signal(struct event_handler *eh, uint32_t events, struct worker *w)
@@ -138,12 +180,10 @@ static void on_signal(struct event_handler *eh, uint32_t events, struct worker *
     struct signalfd_siginfo si;
     while (read(eh->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
-            log_notice("%s received: shutting down gracefully",
-                       si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
-            server_begin_drain(srv);
+            request_stop(srv, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
         } else if (si.ssi_signo == SIGHUP) {
             log_notice("SIGHUP received: reloading the configuration");
-            server_reload(srv);
+            server_reload(srv, "SIGHUP");
         } else if (si.ssi_signo == SIGUSR1) {
             struct runtime *rt = server_runtime(srv);
             int a = access_log_reopen(rt), e = log_reopen();
@@ -240,6 +280,7 @@ static void publish_runtime(struct server *srv, struct runtime *rt)
 {
     atomic_store(&srv->max_connections, rt->cfg.max_connections);
     atomic_store(&srv->drain_timeout, rt->cfg.drain_timeout);
+    atomic_store(&srv->drain_delay, rt->cfg.drain_delay);
     pthread_mutex_lock(&srv->rt_lock);
     struct runtime *old = atomic_exchange_explicit(&srv->rt, rt, memory_order_acq_rel);
     pthread_mutex_unlock(&srv->rt_lock);
@@ -340,6 +381,49 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
     return (int)copies;
 }
 
+/* watch.h's reload: the same as SIGHUP's. */
+static void reload_cb(void *arg, const char *why)
+{
+    server_reload(arg, why);
+}
+
+/* The server's own handles in the shared set: signals, the tick, stop, the handler timers and
+ * the reload_on_change watcher. */
+static int add_core_handles(struct server *srv)
+{
+    /* Signals are taken from a signalfd in the handle set; block them in every thread (the
+     * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (add_handle(srv, &srv->signals, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC), &signal_ops,
+                   "signalfd") < 0)
+        return -1;
+    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    struct itimerspec its = { .it_interval = { 0, TICK_MS * 1000000L },
+                              .it_value = { 0, TICK_MS * 1000000L } };
+    if (tfd >= 0)
+        timerfd_settime(tfd, 0, &its, NULL);
+    if (add_handle(srv, &srv->timer, tfd, &timer_ops, "timerfd") < 0)
+        return -1;
+    if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
+        return -1;
+    int rc = timer_init(&srv->timers, srv->hs);
+    if (rc < 0) {
+        fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
+        return -1;
+    }
+    srv->watch = watch_new(&srv->hs[0], reload_cb, srv);
+    if (!srv->watch)
+        return -1;
+    return 0;
+}
+
 /* The sockets systemd passed, then every configured listener (on a passed socket where one
  * matches it, else bound here); a passed socket that no listener takes is an error. */
 static int open_listeners(struct server *srv, const struct config *c)
@@ -377,6 +461,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     srv->argv = argv;
     pthread_mutex_init(&srv->conns_lock, NULL);
     pthread_mutex_init(&srv->rt_lock, NULL);
+    pthread_mutex_init(&srv->reload_lock, NULL);
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
@@ -413,33 +498,8 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     if (open_listeners(srv, c) < 0)
         return -1;
 
-    /* Signals are taken from a signalfd in the handle set; block them in every thread (the
-     * pool threads inherit this mask). SIGPIPE: writes report EPIPE instead. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    if (add_handle(srv, &srv->signals, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC), &signal_ops,
-                   "signalfd") < 0)
+    if (add_core_handles(srv) < 0)
         return -1;
-    int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    struct itimerspec its = { .it_interval = { 0, TICK_MS * 1000000L },
-                              .it_value = { 0, TICK_MS * 1000000L } };
-    if (tfd >= 0)
-        timerfd_settime(tfd, 0, &its, NULL);
-    if (add_handle(srv, &srv->timer, tfd, &timer_ops, "timerfd") < 0)
-        return -1;
-    if (add_handle(srv, &srv->stop, eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops, "eventfd") < 0)
-        return -1;
-    rc = timer_init(&srv->timers, srv->hs);
-    if (rc < 0) {
-        fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
-        return -1;
-    }
 
     if (log_open(c->error_log) < 0)
         return -1;
@@ -453,26 +513,21 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
             return -1;
         }
     }
+    char err[128];
+    /* after dropping privileges: watch what the server can still read */
+    if (watch_update(srv->watch, c, err, sizeof(err)) < 0) {
+        fprintf(stderr, "lfhttpd: reload_on_change: %s\n", err);
+        return -1;
+    }
     return 0;
 }
 
-static void reload(struct server *srv);
-
-void server_reload(struct server *srv)
+static void reload(struct server *srv, const char *why)
 {
-    if (atomic_load(&srv->draining))
-        return;
-    systemd_reloading(&srv->sd);
-    reload(srv);
-    systemd_ready(&srv->sd);
-}
-
-static void reload(struct server *srv)
-{
-    static struct config cfg; /* only the thread handling SIGHUP touches it, one at a time */
+    static struct config cfg; /* only the thread holding reload_lock touches it */
     if (config_from_args(&cfg, srv->argc, srv->argv) != CONFIG_OK) {
-        log_error("SIGHUP: configuration not reloaded (see the line above); keeping generation %u",
-                  srv->generation);
+        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
+                  why, srv->generation);
         return;
     }
     struct runtime *cur = server_runtime(srv);
@@ -481,22 +536,22 @@ static void reload(struct server *srv)
         strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
         strcmp(cfg.error_log, cur->cfg.error_log) ||
         (cur->limits && cfg.limit_table_size != cur->cfg.limit_table_size))
-        log_warn("SIGHUP: threads, leader_batch, concurrency, user, group, error_log and "
-                 "limit_table_size take effect only after a restart");
+        log_warn("%s: threads, leader_batch, concurrency, user, group, error_log and "
+                 "limit_table_size take effect only after a restart", why);
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg.listen, cfg.nlisten);
     if (unused) {
         runtime_unref(cur);
         config_free(&cfg);
-        log_error("SIGHUP: socket '%s' passed by systemd would be used by no listener; "
-                  "configuration not reloaded, keeping generation %u", unused->name,
+        log_error("%s: socket '%s' passed by systemd would be used by no listener; "
+                  "configuration not reloaded, keeping generation %u", why, unused->name,
                   srv->generation);
         return;
     }
     struct runtime *rt = runtime_build(srv, &cfg, srv->generation + 1);
     if (!rt) {
         runtime_unref(cur);
-        log_error("SIGHUP: configuration not reloaded (see the line above); keeping generation %u",
-                  srv->generation);
+        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
+                  why, srv->generation);
         return;
     }
 
@@ -517,8 +572,8 @@ static void reload(struct server *srv)
                 close(srv->listeners[j].eh.fd);
             runtime_unref(rt);
             runtime_unref(cur);
-            log_error("SIGHUP: configuration not reloaded (see the line above); keeping "
-                      "generation %u", srv->generation);
+            log_error("%s: configuration not reloaded (see the line above); keeping "
+                      "generation %u", why, srv->generation);
             return;
         }
     }
@@ -535,14 +590,14 @@ static void reload(struct server *srv)
             if (!l->inherited)
                 shutdown(l->eh.fd, SHUT_RDWR);
             if (l->copy == 0)
-                log_notice("SIGHUP: stopped listening on %s", l->url);
+                log_notice("%s: stopped listening on %s", why, l->url);
         }
     }
     atomic_store(&srv->nlisteners, n);
     note_https_port(srv);
     for (unsigned j = first_new; j < n; j++) {
         if (acceptor_start(&srv->listeners[j]) < 0)
-            log_error("SIGHUP: cannot watch %s", srv->listeners[j].url);
+            log_error("%s: cannot watch %s", why, srv->listeners[j].url);
         else if (srv->listeners[j].copy == 0)
             log_notice("listening on %s", srv->listeners[j].url);
     }
@@ -550,7 +605,27 @@ static void reload(struct server *srv)
     runtime_unref(cur);
     publish_runtime(srv, rt);
     access_log_flush(); /* the lines of the old configuration's log, before the new one's */
-    log_notice("SIGHUP: configuration reloaded (generation %u)", srv->generation);
+    log_notice("%s: configuration reloaded (generation %u)", why, srv->generation);
+}
+
+void server_reload(struct server *srv, const char *why)
+{
+    if (pthread_mutex_trylock(&srv->reload_lock) != 0) {
+        atomic_store(&srv->reload_pending, why); /* the tick reloads once this one is done */
+        return;
+    }
+    if (!atomic_load(&srv->draining)) {
+        systemd_reloading(&srv->sd);
+        reload(srv, why);
+        systemd_ready(&srv->sd);
+    }
+    /* After every attempt: what the running configuration names (a failed reload keeps it). */
+    struct runtime *rt = server_runtime(srv);
+    char err[128];
+    if (watch_update(srv->watch, &rt->cfg, err, sizeof(err)) < 0)
+        log_error("%s: reload_on_change: %s; changes are not watched", why, err);
+    runtime_unref(rt);
+    pthread_mutex_unlock(&srv->reload_lock);
 }
 
 void server_run(struct server *srv)
@@ -559,9 +634,12 @@ void server_run(struct server *srv)
         if (srv->listeners[i].copy == 0)
             log_notice("listening on %s", srv->listeners[i].url);
     struct runtime *rt = server_runtime(srv);
-    log_notice("lfhttpd serving %s with %u threads (%s)", rt->cfg.sites.sites[0].base.root,
-               srv->pool.nthreads, concurrency_names[srv->pool.mode]);
+    log_notice("lfhttpd serving %s with %u threads (%s; %s)", rt->cfg.sites.sites[0].base.root,
+               srv->pool.nthreads, concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
     runtime_unref(rt);
+    /* Every listener is in the handle set; requests are answered from the first tp_run
+     * iteration on. (Before this, a probe's connection waits in the listen queue.) */
+    atomic_store(&srv->ready, true);
     systemd_ready(&srv->sd);
     tp_run(&srv->pool);
     access_log_flush(); /* the rest of the drain's lines (an aborted exchange's at destroy) */
@@ -577,6 +655,7 @@ void server_gauges(struct server *srv, struct server_gauges *g)
     memset(g, 0, sizeof(*g));
     g->uptime = (int64_t)(time(NULL) - srv->started);
     g->draining = atomic_load_explicit(&srv->draining, memory_order_relaxed);
+    g->ready = server_ready(srv);
     g->concurrency = concurrency_names[srv->pool.mode];
     g->threads = srv->pool.nworkers;
     for (unsigned i = 0; i < srv->pool.nworkers; i++) {
@@ -617,6 +696,8 @@ void server_destroy(struct server *srv)
      * stop next (they could touch an exchange), then what is left is freed (connections still
      * open when the drain deadline passed: their exchanges are aborted). */
     timer_destroy(&srv->timers); /* before what its entries live in */
+    watch_free(srv->watch);
+    srv->watch = NULL;
     handlers_stop(srv);
     while (srv->conns) {
         struct conn *c = srv->conns;
@@ -643,5 +724,6 @@ void server_destroy(struct server *srv)
     limit_table_free(atomic_exchange(&srv->limits, NULL)); /* no connection holds a slot now */
     pthread_mutex_destroy(&srv->conns_lock);
     pthread_mutex_destroy(&srv->rt_lock);
+    pthread_mutex_destroy(&srv->reload_lock);
     carry_pool_release();
 }

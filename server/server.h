@@ -19,6 +19,7 @@
 #include "thread_pool.h"
 #include "timer.h"
 
+struct config_watch;
 struct conn;
 struct exchange_layer;
 struct runtime;
@@ -54,6 +55,7 @@ struct server {
     /* Copies of the current runtime's settings that code without a runtime reference reads. */
     _Atomic unsigned max_connections;
     _Atomic unsigned drain_timeout;
+    _Atomic unsigned drain_delay;
 
     struct handle_set *hs;       /* hs[0]: the shared set (timers, signals, and with
                                     leader-followers everything); reuseport: hs[i] is
@@ -68,11 +70,23 @@ struct server {
     struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1 */
     struct server_handle stop;   /* eventfd: wakes the leader when the pool stops */
     struct timer_heap timers;    /* timerfd: handler timers (delays, CGI timeouts); timer.h */
+    struct config_watch *watch;  /* inotify: reload_on_change (watch.h) */
+
+    /* One reload at a time (SIGHUP and reload_on_change run on different threads); a reload
+     * asked for while another runs is left pending for the timer tick. */
+    pthread_mutex_t reload_lock;
+    _Atomic(const char *) reload_pending; /* its `why` (a string literal); NULL: none */
 
     pthread_mutex_t conns_lock;  /* guards the connection list (not the connections) */
     struct conn *conns;          /* every live connection, for the timer sweep */
     _Atomic unsigned nconns;
 
+    /* Lifecycle: ready once the listeners are up and the pool runs; `stopping` from the first
+     * SIGTERM/SIGINT (readiness probes fail from then on); `draining` once the listeners are
+     * stopped, which is `drain_delay` later (drain_at, monotonic ms; 0: none pending). */
+    _Atomic bool ready;
+    _Atomic bool stopping;
+    _Atomic int64_t drain_at;
     _Atomic bool draining;
     _Atomic int64_t drain_deadline; /* monotonic ms */
     time_t started;
@@ -97,6 +111,7 @@ enum { GAUGE_READING = 0, GAUGE_WRITING, GAUGE_IDLE, GAUGE_HANDLER, GAUGE_CLOSIN
        GAUGE_CONN_KINDS };
 struct server_gauges {
     int64_t uptime;
+    bool ready;                       /* server_ready(): what /readyz answers */
     bool draining;
     const char *concurrency;          /* the strategy's name */
     unsigned threads;                 /* every pool thread, the HS/HA reactor included */
@@ -122,8 +137,10 @@ void server_gauges(struct server *srv, struct server_gauges *g);
  * -1 on failure. */
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer);
-/* SIGHUP: parse the configuration again and publish it; on any error keep the current one. */
-void server_reload(struct server *srv);
+/* SIGHUP or reload_on_change (`why`, a string literal, prefixes the log lines): parse the
+ * configuration again and publish it; on any error keep the current one. Never waits for
+ * another reload: if one is running, this one is done by the timer tick after it. */
+void server_reload(struct server *srv, const char *why);
 /* A reference to the current runtime (the caller must runtime_unref it). */
 struct runtime *server_runtime(struct server *srv);
 /* Run the pool until the server has drained and stopped. */
@@ -133,6 +150,11 @@ void server_destroy(struct server *srv);
 /* Start a graceful drain (idempotent): stop accepting, close idle connections, let responses
  * in flight finish, stop when none is left or at the drain deadline. */
 void server_begin_drain(struct server *srv);
+/* What the probes report (handlers/builtin_status.c): ready: listeners up, pool running and no
+ * stop requested; stopping: a graceful stop was requested (the drain may not have begun yet). */
+bool server_ready(struct server *srv);
+bool server_stopping(struct server *srv);
+
 /* Called by conn_close() after a connection is gone. */
 void server_conn_closed(struct server *srv);
 

@@ -188,11 +188,13 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
 
 int site_add_builtins(struct site_set *ss, const char *test_prefix)
 {
-    static const char *const builtins[][2] = {
-        { "/healthz", "health" },
-        { "/server-status", "status" },
-        { "/metrics", "metrics" },
-        { NULL, "test" },
+    static const char *const builtins[][3] = {
+        { "/healthz", "health", NULL },
+        { "/livez", "health", "live" },
+        { "/readyz", "health", "ready" },
+        { "/server-status", "status", NULL },
+        { "/metrics", "metrics", NULL },
+        { NULL, "test", NULL },
     };
     for (unsigned i = 0; i < ss->nsites; i++) {
         struct site *s = &ss->sites[i];
@@ -206,7 +208,8 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
             if (defined)
                 continue; /* the site's own location wins */
             struct loc_conf *lc = site_add_location(s, "built-in location", prefix);
-            if (!lc || set_str(&lc->handler, builtins[b][1]) < 0)
+            if (!lc || set_str(&lc->handler, builtins[b][1]) < 0 ||
+                (builtins[b][2] && set_str(&lc->handler_arg, builtins[b][2]) < 0))
                 return lc ? oom("built-in location") : -1;
         }
     }

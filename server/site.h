@@ -121,8 +121,9 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
 struct loc_conf *site_add_location(struct site *s, const char *where, const char *match);
 
 /* Add the built-in locations to every site that does not define them itself: /healthz
- * (handler health), /server-status (status), /metrics (metrics), and `test_prefix` (handler
- * test) unless it is "". Returns 0 or -1 (message printed). */
+ * (handler health), /livez (health live), /readyz (health ready), /server-status (status),
+ * /metrics (metrics), and `test_prefix` (handler test) unless it is "". Returns 0 or -1
+ * (message printed). */
 int site_add_builtins(struct site_set *ss, const char *test_prefix);
 
 /* Fill every unset setting from its parent and the built-in defaults. Returns 0, or -1 when

@@ -6,6 +6,7 @@
 #include "tls.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -53,13 +54,17 @@ struct tls_ctx {
     struct tls_cert certs[CONFIG_MAX_CERTS];
     unsigned ncerts;
 
-    /* Ticket keys: keys[0] seals new tickets; keys[1] (the previous key) still opens tickets,
-     * which are then renewed. A key is replaced after `rotation_ms`, so a ticket can be opened
-     * for at most two rotation periods. The lock is held only to copy a key out. */
-    int64_t rotation_ms;    /* 0: no tickets */
+    /* Ticket keys, generated: keys[0] seals new tickets; keys[1] (the previous key) still
+     * opens tickets, which are then renewed. A key is replaced after `rotation_ms`, so a ticket
+     * can be opened for at most two rotation periods. The lock is held only to copy a key out.
+     * From tls_session_ticket_key_file: keys[0..nfile) as the file gives them, never rotated
+     * (replacing the file and reloading rotates them), read without the lock. */
+    bool tickets;           /* false: SSL_OP_NO_TICKET */
+    int64_t rotation_ms;
+    unsigned nfile;         /* keys from the file; 0: generated keys */
     EVP_CIPHER *aes;
     pthread_mutex_t keys_lock;
-    struct ticket_key keys[2];
+    struct ticket_key keys[TLS_MAX_TICKET_KEYS];
 };
 
 static int64_t mono_ms(void)
@@ -166,6 +171,17 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[EVP_
     int rc = 1;
     int64_t now = mono_ms();
 
+    if (t->nfile) {
+        /* the file's keys: the first seals, any opens; a ticket sealed by another key is
+         * renewed, and so is every TLS 1.3 resumption (as below) */
+        for (unsigned i = 0; i < (enc ? 1 : t->nfile); i++)
+            if (enc || memcmp(t->keys[i].name, key_name, 16) == 0) {
+                k = t->keys[i];
+                rc = (enc || (i == 0 && SSL_version(ssl) != TLS1_3_VERSION)) ? 1 : 2;
+                break;
+            }
+        goto have_key;
+    }
     pthread_mutex_lock(&t->keys_lock);
     if (enc) {
         if (now - t->keys[0].created >= t->rotation_ms) {
@@ -193,6 +209,7 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[EVP_
         }
     }
     pthread_mutex_unlock(&t->keys_lock);
+have_key:
     if (!k.valid)
         return 0;
 
@@ -284,7 +301,7 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct config *cfg,
     }
     uint64_t opts = SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA |
                     SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                    SSL_OP_IGNORE_UNEXPECTED_EOF | (t->rotation_ms ? 0 : SSL_OP_NO_TICKET);
+                    SSL_OP_IGNORE_UNEXPECTED_EOF | (t->tickets ? 0 : SSL_OP_NO_TICKET);
     SSL_CTX_set_options(ctx, opts);
     /* Non-blocking writes in records: SSL_write returns after each record, and a write retried
      * after WANT_WRITE may come from another buffer (another thread's stack) holding the same
@@ -337,7 +354,7 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct config *cfg,
     if (cfg->tls_session_cache)
         SSL_CTX_sess_set_cache_size(ctx, cfg->tls_session_cache);
     SSL_CTX_set_timeout(ctx, (long)(cfg->tls_session_timeout / 1000));
-    if (t->rotation_ms)
+    if (t->tickets)
         SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb);
     return ctx;
 
@@ -345,6 +362,37 @@ fail:
     SSL_CTX_free(ctx);
     ERR_clear_error();
     return NULL;
+}
+
+int tls_ticket_key_file_read(const char *path, unsigned char *keys, char *err, size_t errcap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errcap, "tls_session_ticket_key_file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    const size_t cap = TLS_MAX_TICKET_KEYS * TLS_TICKET_KEY_SIZE;
+    size_t got = 0;
+    unsigned char extra;
+    ssize_t r = 0;
+    while (got < cap && (r = read(fd, keys + got, cap - got)) > 0)
+        got += (size_t)r;
+    if (r >= 0 && got == cap && read(fd, &extra, 1) == 1)
+        got = cap + 1; /* too long */
+    int e = errno;
+    close(fd);
+    if (r < 0) {
+        snprintf(err, errcap, "tls_session_ticket_key_file %s: %s", path, strerror(e));
+        return -1;
+    }
+    if (got == 0 || got % TLS_TICKET_KEY_SIZE || got > cap) {
+        snprintf(err, errcap, "tls_session_ticket_key_file %s: %s%zu bytes; expected 1 to %d keys "
+                 "of %d bytes (make one with: openssl rand %d)", path, got > cap ? "more than " : "",
+                 got > cap ? cap : got, TLS_MAX_TICKET_KEYS, TLS_TICKET_KEY_SIZE,
+                 TLS_TICKET_KEY_SIZE);
+        return -1;
+    }
+    return (int)(got / TLS_TICKET_KEY_SIZE);
 }
 
 /* The first line of the passphrase file, without its line end. */
@@ -372,13 +420,38 @@ struct tls_ctx *tls_ctx_create(const struct config *cfg)
     atomic_init(&t->refs, 1);
     pthread_mutex_init(&t->keys_lock, NULL);
     t->rotation_ms = cfg->tls_ticket_rotation;
-    if (t->rotation_ms) {
+    t->tickets = t->rotation_ms || cfg->tls_ticket_key_file[0];
+    if (t->tickets) {
         t->aes = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL);
-        if (!t->aes || !ticket_key_new(&t->keys[0], mono_ms())) {
+        if (!t->aes) {
             fprintf(stderr, "lfhttpd: TLS session tickets: %s\n", ssl_reason());
             tls_ctx_unref(t);
             return NULL;
         }
+    }
+    if (cfg->tls_ticket_key_file[0]) {
+        unsigned char raw[TLS_MAX_TICKET_KEYS * TLS_TICKET_KEY_SIZE];
+        char err[256];
+        int n = tls_ticket_key_file_read(cfg->tls_ticket_key_file, raw, err, sizeof(err));
+        for (int i = 0; i < n; i++) {
+            const unsigned char *key = raw + (size_t)i * TLS_TICKET_KEY_SIZE;
+            struct ticket_key *k = &t->keys[i];
+            memcpy(k->name, key, 16);
+            memcpy(k->hmac, key + 16, 32);
+            memcpy(k->aes, key + 48, 32);
+            k->valid = true;
+        }
+        OPENSSL_cleanse(raw, sizeof(raw));
+        if (n < 0) {
+            fprintf(stderr, "lfhttpd: %s\n", err);
+            tls_ctx_unref(t);
+            return NULL;
+        }
+        t->nfile = (unsigned)n;
+    } else if (t->tickets && !ticket_key_new(&t->keys[0], mono_ms())) {
+        fprintf(stderr, "lfhttpd: TLS session tickets: %s\n", ssl_reason());
+        tls_ctx_unref(t);
+        return NULL;
     }
 
     char text[1024] = "";

@@ -15,9 +15,23 @@
 #ifndef LF_TLS_H
 #define LF_TLS_H
 
+#include <stddef.h>
+
 struct config;
 struct ssl_st;
 struct tls_ctx;
+
+/* tls_session_ticket_key_file: one or more keys of TLS_TICKET_KEY_SIZE bytes each (16 name,
+ * 32 HMAC-SHA256, 32 AES-256 key: the layout of nginx's 80-byte ssl_session_ticket_key), at
+ * most TLS_MAX_TICKET_KEYS. The first seals new tickets; every one opens tickets (the others
+ * then get a fresh ticket sealed with the first). Every replica given the same file resumes
+ * the others' sessions. */
+#define TLS_TICKET_KEY_SIZE 80
+#define TLS_MAX_TICKET_KEYS 8
+
+/* Read and check a ticket key file into `keys` (TLS_MAX_TICKET_KEYS * TLS_TICKET_KEY_SIZE
+ * bytes); returns the number of keys, or -1 with a reason in `err`. The caller cleanses `keys`. */
+int tls_ticket_key_file_read(const char *path, unsigned char *keys, char *err, size_t errcap);
 
 /* Build the context from cfg's certificates and tls_* settings (reads the certificate, key and
  * passphrase files). On failure prints one line ("FILE:LINE: reason" for a certificate from
