@@ -56,6 +56,8 @@ static int config_defaults(struct config *cfg)
     cfg->timeout_keepalive = 75000;
     cfg->timeout_send = 60000;
     cfg->drain_timeout = 30000;
+    cfg->access_log_buffer = 0; /* every line written at once: nothing lost on a crash */
+    cfg->access_log_flush = 1000;
     cfg->cgi_timeout = 30000;
     cfg->cgi_max = 64;
     cfg->compress_dynamic_max = 64;

@@ -55,6 +55,8 @@ struct config {
     char error_log[PATH_MAX];   /* "stderr" or a file */
     char access_log[PATH_MAX];  /* a file, "stdout", "stderr" or "off" */
     int access_log_format;      /* enum access_log_format */
+    size_t access_log_buffer;   /* bytes of lines each thread gathers; 0: one write per line */
+    unsigned access_log_flush;  /* ms a buffered line may wait for its write */
 
     /* Limits (nginx-like defaults). */
     size_t max_head_size;   /* request line + headers, bytes -> 431 */

@@ -180,6 +180,23 @@ static int d_number(const struct directive *d, const struct dir_ctx *x, char **a
     return 0;
 }
 
+/* A number, or off (0): access_log_buffer SIZE|off. */
+static int d_number_or_off(const struct directive *d, const struct dir_ctx *x, char **args,
+                           int nargs)
+{
+    (void)nargs;
+    uint64_t v = 0;
+    if (strcmp(args[0], "off") &&
+        (parse_number(args[0], d->unit, &v) < 0 || v < d->min || v > d->max)) {
+        fprintf(stderr, "%s: invalid value '%s' for '%s' (%llu..%llu bytes, k/m/g suffixes "
+                        "allowed, or off)\n", x->where, args[0], d->name,
+                (unsigned long long)d->min, (unsigned long long)d->max);
+        return -1;
+    }
+    *(size_t *)field_of(d, x) = (size_t)v;
+    return 0;
+}
+
 /* on|off into an int (a location's: -1 is unset) or a bool (the top level's). */
 static int d_onoff(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
@@ -736,6 +753,10 @@ const struct directive directive_table[] = {
     { "error_log", IN_TOP, ONE, d_path, TOP(error_log), 0, 0, 0, 0 },
     { "access_log", IN_TOP, ONE, d_path, TOP(access_log), 0, 0, 0, 0 },
     { "access_log_format", IN_TOP, ONE, d_log_format, 0, 0, 0, 0, 0 },
+    { "access_log_buffer", IN_TOP, 1, 1, "a size (4k..1m) or off", d_number_or_off,
+      NUM(TOP(access_log_buffer), F_SIZE, U_SIZE, 4096, 1024 * 1024) },
+    { "access_log_flush", IN_TOP, ONE, d_number,
+      NUM(TOP(access_log_flush), F_UNSIGNED, U_MS, 1, 60000) },
     { "log_level", IN_TOP, ONE, d_log_level, 0, 0, 0, 0, 0 },
     { "trusted_proxies", IN_TOP, 1, 0, "one or more addresses or CIDR ranges", d_cidrs,
       TOP(trusted_proxies), 0, 0, 0, 0 },

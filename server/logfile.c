@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,8 @@ static void start_over(struct logfile *lf)
 void logfile_init(struct logfile *lf, int fd)
 {
     lf->fd = fd;
+    lf->report = NULL;
+    lf->report_arg = NULL;
     atomic_store(&lf->failing, false);
     atomic_store(&lf->lost, 0);
     atomic_store(&lf->err, 0);
@@ -90,10 +93,10 @@ static int reserve(struct logfile *lf, uint64_t need)
     return rc;
 }
 
-/* A line was dropped: count it, and say whether it begins an episode. */
-static enum logfile_result dropped(struct logfile *lf, int err, int *err_out)
+/* `lines` lines were dropped: count them, and say whether it begins an episode. */
+static enum logfile_result dropped(struct logfile *lf, uint64_t lines, int err, int *err_out)
 {
-    atomic_fetch_add(&lf->lost, 1);
+    atomic_fetch_add(&lf->lost, lines);
     atomic_store(&lf->retry_at, mono_ms() + LOGFILE_RETRY_MS);
     if (atomic_load(&lf->failing))
         return LOGFILE_LOST;
@@ -129,9 +132,24 @@ static enum logfile_result written(struct logfile *lf, int *err_out, uint64_t *l
 enum logfile_result logfile_write(struct logfile *lf, const char *line, size_t len, int *err,
                                   uint64_t *lost)
 {
+    return logfile_write_lines(lf, line, len, 1, err, lost);
+}
+
+/* How many whole lines the first `n` bytes of `buf` hold. */
+static uint64_t lines_in(const char *buf, size_t n)
+{
+    uint64_t k = 0;
+    for (const char *p = buf, *end = buf + n; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+        k++;
+    return k;
+}
+
+enum logfile_result logfile_write_lines(struct logfile *lf, const char *buf, size_t len,
+                                        uint64_t nlines, int *err, uint64_t *lost)
+{
     if (atomic_load_explicit(&lf->failing, memory_order_relaxed) &&
         mono_ms() < atomic_load_explicit(&lf->retry_at, memory_order_relaxed)) {
-        atomic_fetch_add(&lf->lost, 1); /* a full disk costs a line nothing but this */
+        atomic_fetch_add(&lf->lost, nlines); /* a full disk costs a line nothing but this */
         return LOGFILE_LOST;
     }
     bool plain = atomic_load_explicit(&lf->plain, memory_order_relaxed);
@@ -143,17 +161,20 @@ enum logfile_result logfile_write(struct logfile *lf, const char *line, size_t l
             pthread_mutex_unlock(&lf->lock);
             if (rc < 0) {
                 atomic_fetch_sub(&lf->end, len);
-                return dropped(lf, -rc, err);
+                return dropped(lf, nlines, -rc, err);
             }
         }
     }
-    ssize_t n = write(lf->fd, line, len);
+    ssize_t n = write(lf->fd, buf, len);
     if (n == (ssize_t)len)
         return written(lf, err, lost);
     /* Not reserved (plain), or something the reservation does not cover (an I/O error, the
-     * file truncated under us). A short write tears this one line; the rest stay whole. */
+     * file truncated under us). A short write tears the line it stops in; the lines before it
+     * are written, that one and the rest are counted lost. */
     int e = n < 0 ? errno : ENOSPC;
+    size_t done = n > 0 ? (size_t)n : 0;
     if (!plain)
-        atomic_fetch_sub(&lf->end, len - (n > 0 ? (size_t)n : 0));
-    return dropped(lf, e, err);
+        atomic_fetch_sub(&lf->end, len - done);
+    uint64_t whole = lines_in(buf, done);
+    return dropped(lf, nlines > whole ? nlines - whole : 0, e, err);
 }

@@ -26,6 +26,13 @@
 
 #define LOGFILE_RETRY_MS 250
 
+enum logfile_result {
+    LOGFILE_WRITTEN = 0,  /* the line is in the file */
+    LOGFILE_LOST,         /* dropped, in an episode already reported */
+    LOGFILE_FAILING,      /* dropped, and it begins an episode: report `err` once */
+    LOGFILE_RECOVERED,    /* written, and it ends an episode: report `lost` lines once */
+};
+
 struct logfile {
     int fd;                        /* written with O_APPEND; a reopen dup2()s onto it */
     _Atomic bool plain;            /* cannot reserve: plain writes */
@@ -37,13 +44,11 @@ struct logfile {
     _Atomic int err;               /* the errno that began it */
     _Atomic int64_t retry_at;      /* while failing: no new attempt before (monotonic ms) */
     pthread_mutex_t lock;          /* reserving, and the start and end of an episode */
-};
-
-enum logfile_result {
-    LOGFILE_WRITTEN = 0,  /* the line is in the file */
-    LOGFILE_LOST,         /* dropped, in an episode already reported */
-    LOGFILE_FAILING,      /* dropped, and it begins an episode: report `err` once */
-    LOGFILE_RECOVERED,    /* written, and it ends an episode: report `lost` lines once */
+    /* Who says what a write's result means (the error log's lines for the access log's
+     * episodes), for writes made away from the line's own request (access_buffer.h); NULL:
+     * nobody. `report_arg` is passed along. */
+    void (*report)(const void *arg, enum logfile_result r, int err, uint64_t lost);
+    const void *report_arg;
 };
 
 /* Start accounting for `fd` (its current size). */
@@ -55,5 +60,10 @@ void logfile_reopened(struct logfile *lf);
  * LOGFILE_FAILING and LOGFILE_RECOVERED. Thread-safe; no lock on the common path. */
 enum logfile_result logfile_write(struct logfile *lf, const char *line, size_t len, int *err,
                                   uint64_t *lost);
+/* The same for `nlines` whole lines at once (a buffer of them, access_buffer.h): one write(),
+ * space reserved for all of them, and when they cannot all be written, every line not written
+ * whole is counted lost (`nlines` when nothing was written). */
+enum logfile_result logfile_write_lines(struct logfile *lf, const char *buf, size_t len,
+                                        uint64_t nlines, int *err, uint64_t *lost);
 
 #endif

@@ -128,6 +128,25 @@ def whole_lines(data, check):
     return lines
 
 
+def _clients(srv, start, n):
+    """n long requests from 4 clients at once, all answered 404."""
+    errors = []
+
+    def one(k):
+        for i in range(start + k, start + n, 4):
+            try:
+                if long_get(srv, i) != 404:
+                    errors.append(i)
+            except Exception as e:
+                errors.append(repr(e))
+    ts = [threading.Thread(target=one, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(T(60))
+    assert not errors, errors[:5]
+
+
 def test_access_log_on_a_full_disk(tmpdir):
     """The disk fills up while requests come from several clients; lines stop, then start
     again when room is made; one line each way in the error log; no torn line."""
@@ -140,21 +159,7 @@ def test_access_log_on_a_full_disk(tmpdir):
     fill(srv, leave=6000)                 # a page or so: lines that cross into the next fail
 
     def clients(start, n):
-        errors = []
-
-        def one(k):
-            for i in range(start + k, start + n, 4):
-                try:
-                    if long_get(srv, i) != 404:
-                        errors.append(i)
-                except Exception as e:
-                    errors.append(repr(e))
-        ts = [threading.Thread(target=one, args=(k,)) for k in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(T(60))
-        assert not errors, errors[:5]
+        _clients(srv, start, n)
     clients(1000, 400)                    # serving goes on
     assert wait_until(lambda: srv.stderr.count("its lines are lost") == 1, 5), srv.stderr
     data = open(log, "rb").read()
@@ -165,7 +170,7 @@ def test_access_log_on_a_full_disk(tmpdir):
     os.unlink(inside(srv, srv.mnt + "/filler"))  # room again
     time.sleep(0.3)                          # past the retry interval: the next line is tried
     clients(2000, 40)
-    assert wait_until(lambda: "written again" in srv.stderr, 5), srv.stderr
+    assert wait_until(lambda: "written again;" in srv.stderr, 5), srv.stderr
     m = re.search(r"access log \S+: written again; (\d+) line\(s\) were lost", srv.stderr)
     assert m and int(m.group(1)) > 0, srv.stderr
     after = whole_lines(open(log, "rb").read(), parse_clf)
@@ -176,6 +181,53 @@ def test_access_log_on_a_full_disk(tmpdir):
         "lines in the file and lines lost do not add up: %d + %d" % (
             open(log, "rb").read().count(b"\n"), lost)
     base.check("after the disk filled up and emptied")
+
+
+def test_buffered_access_log_on_a_full_disk(tmpdir):
+    """access_log_buffer: a buffer's write reserves space for all its lines, or none of them is
+    written and all are counted lost. The file holds whole lines only; one error line each way;
+    lines in the file and lines lost add up once the buffers are written."""
+    srv = _server(tmpdir, ["access_log MNT/access.log", "access_log_buffer 16k",
+                           "access_log_flush 1s"])
+    log = inside(srv, srv.mnt + "/access.log")
+    base = Baseline(srv)
+    for i in range(20):
+        assert long_get(srv, i) == 404
+    assert wait_until(lambda: os.path.exists(log) and
+                      open(log, "rb").read().count(b"\n") == 20, T(10))   # the interval
+    fill(srv, leave=6000)
+    _clients(srv, 1000, 400)                 # serving goes on; full buffers go out at once
+    assert wait_until(lambda: srv.stderr.count("its lines are lost") == 1, T(10)), srv.stderr
+    before = whole_lines(open(log, "rb").read(), parse_clf)
+    assert len(before) < 420, "the disk did not fill up: %d lines" % len(before)
+
+    os.unlink(inside(srv, srv.mnt + "/filler"))  # room again
+    _clients(srv, 2000, 40)
+    assert wait_until(lambda: "written again;" in srv.stderr, T(10)), srv.stderr
+    m = re.search(r"access log \S+: written again; (\d+) line\(s\) were lost", srv.stderr)
+    assert m and int(m.group(1)) > 0, srv.stderr
+    lost = int(m.group(1))
+    assert wait_until(lambda: open(log, "rb").read().count(b"\n") + lost == 20 + 400 + 40,
+                      T(10)), "lines in the file and lines lost do not add up: %d + %d" % (
+                          open(log, "rb").read().count(b"\n"), lost)
+    after = whole_lines(open(log, "rb").read(), parse_clf)
+    assert len(after) > len(before), "no line written after the disk had room again"
+    assert srv.stderr.count("its lines are lost") == 1 and srv.stderr.count("written again;") == 1
+    base.check("after the disk filled up and emptied, buffered")
+
+
+def test_buffered_access_log_that_can_never_be_written(tmpdir):
+    """/dev/full with access_log_buffer: every buffer's write fails; serving goes on, one
+    error line in all, also for the lines written at exit."""
+    srv = _server(tmpdir, ["access_log /dev/full", "access_log_buffer 4k", "access_log_flush 1s"])
+    for i in range(30):
+        assert long_get(srv, i) == 404
+    assert wait_until(lambda: "its lines are lost" in srv.stderr, T(10)), srv.stderr
+    for i in range(30):
+        assert long_get(srv, 30 + i) == 404
+    assert srv.stop() == 0
+    assert srv.stderr.count("its lines are lost") == 1, srv.stderr
+    assert "No space left on device" in srv.stderr
 
 
 def test_access_log_that_can_never_be_written(tmpdir):
@@ -204,7 +256,9 @@ def test_access_log_directory_gone(tmpdir):
     path = os.path.join(tmpdir, "gone.conf")
     with open(path, "w") as f:
         f.write("\n".join(tree_conf) + "\n")
-    srv = Server(root=tree.root, args=["--config", path])
+    # One pool thread: a request's line is written (after its response) before the thread
+    # can take the next signal, so no line of the old file lands in the new one.
+    srv = Server(root=tree.root, args=["--config", path], threads=1)
     base = Baseline(srv)
     with Conn(srv) as c:
         c.send(req("GET", "/one.txt"))
