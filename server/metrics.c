@@ -214,3 +214,4 @@ void mx_sum(struct mx_totals *t)
 
 _Static_assert(sizeof(mx_code_names) / sizeof(mx_code_names[0]) == MX_NCODES && MX_CODE_CLASS + 6 == MX_NCODES,
                "the status table, its classes and other fill MX_NCODES");
+_Static_assert(sizeof(struct mx_table) == 236520, "the size metrics.h and README.md state");
