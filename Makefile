@@ -27,6 +27,8 @@
 #                             container: make run serves, make test passes (as root; podman)
 #   make fuzz                 build the libFuzzer harnesses (clang, ASan+UBSan) in build-fuzz/
 #   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
+#   make soak                 mixed checked traffic, reloads and log rotations for SOAK_SECONDS
+#                             (default 600); fails on growth or on any error a client sees
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
 #                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run): docs/PERFORMANCE.md
 #
@@ -42,9 +44,9 @@
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
 DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench install man package \
-              package-test package-install-test
+              package-test package-install-test soak
 DEPS_SETS  := build \
-    $(if $(filter test fuzz-run container-test quickstart-test,$(MAKECMDGOALS)),test) \
+    $(if $(filter test fuzz-run container-test quickstart-test soak,$(MAKECMDGOALS)),test) \
     $(if $(filter package package-test package-install-test,$(MAKECMDGOALS)),package) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
     $(if $(filter bench,$(MAKECMDGOALS)),bench)
@@ -120,11 +122,11 @@ LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/ht
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-FUZZERS := fuzz_request fuzz_connection
+FUZZERS := fuzz_request fuzz_connection fuzz_config
 FUZZ_SECONDS ?= 60
 
 .PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test \
-        quickstart-test bench install uninstall man package package-test package-install-test
+        quickstart-test bench install uninstall man package package-test package-install-test soak
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -184,7 +186,9 @@ run: all
 
 # CONCURRENCY=half-sync-half-async|reuseport runs the suite under that strategy; TESTS=NAME
 # only the tests whose name (unit/test_x, or test_file.py::test_name) contains NAME.
-test: all unit
+# With TESTS, only the unit tests it selects are built (run.py names them unit/test_x).
+TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(findstring $(TESTS),unit/$(notdir $(b))),$(b))),$(UNIT_BINS))
+test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so
 	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
 	    $(if $(TESTS),-k '$(TESTS)')
 
@@ -193,6 +197,12 @@ container-test:
 
 quickstart-test:
 	@bash tests/quickstart/run.sh
+
+# The soak (tests/soak.py): samples and a summary in $(BUILD)/soak/; the last line is
+# "N passed, N failed", one per check.
+SOAK_SECONDS ?= 600
+soak: all
+	@python3 tests/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS)
 
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).
@@ -204,6 +214,12 @@ $(BUILD)/ceiling: bench/ceiling.c
 $(BUILD)/alloccount.so: bench/alloccount.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -fPIC -shared $< -o $@
+
+# tests/fault/fault.c: the LD_PRELOAD fault injector of the fault tests (tests/lib/fault.py).
+# Not instrumented: it forwards to whatever comes next (libc, or a sanitizer's interceptors).
+$(BUILD)/fault/libfault.so: tests/fault/fault.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -D_GNU_SOURCE $(WARN) -fPIC -shared $< -ldl -o $@
 
 bench: all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py

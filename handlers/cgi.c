@@ -533,32 +533,51 @@ static void close_pair(int p[2])
             close(p[i]);
 }
 
-/* posix_spawn the script with stdin from `stdin_fd` and the given pipe ends. 0 or an errno. */
+/* posix_spawn the script with stdin from `stdin_fd` and the given pipe ends. 0 or an errno.
+ * Every file action and attribute is checked: one left out (an allocation failed) would start
+ * the script with the server's own stdin or stdout. */
 static int spawn_script(struct cgi_job *job, int stdin_fd, int out_fd, int err_fd)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc)
+        return rc;
+    rc = posix_spawnattr_init(&at);
+    if (rc) {
+        posix_spawn_file_actions_destroy(&fa);
+        return rc;
+    }
+    /* The directory first: its descriptor may be the number a dup2 below replaces (3 is free
+     * for a request's directory once a reload closed the first runtime's root). */
+    rc = posix_spawn_file_actions_addfchdir_np(&fa, job->dir_fd);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
     /* The script runs from the descriptor that was checked: no path is looked up again. fd 3
      * stays open (without close-on-exec) so an interpreter can open /proc/self/fd/3. */
-    posix_spawn_file_actions_adddup2(&fa, job->script_fd, 3);
-    posix_spawn_file_actions_addfchdir_np(&fa, job->dir_fd);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2(&fa, job->script_fd, 3);
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    posix_spawnattr_setsigmask(&at, &none);  /* the pool blocks SIGINT/SIGTERM; scripts don't */
-    posix_spawnattr_setsigdefault(&at, &all); /* SIGPIPE is ignored here, not there */
-    posix_spawnattr_setpgroup(&at, 0);       /* its own process group: killed as a whole */
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+    if (!rc)
+        rc = posix_spawnattr_setsigmask(&at, &none); /* the pool blocks SIGINT/SIGTERM */
+    if (!rc)
+        rc = posix_spawnattr_setsigdefault(&at, &all); /* SIGPIPE is ignored here, not there */
+    if (!rc)
+        rc = posix_spawnattr_setpgroup(&at, 0); /* its own process group: killed as a whole */
+    if (!rc)
+        rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                               POSIX_SPAWN_SETSIGDEF);
     const char *base = strrchr(job->name, '/');
     char *argv[] = { (char *)(uintptr_t)(base ? base + 1 : job->name), NULL };
     pid_t pid;
-    int rc = posix_spawn(&pid, "/proc/self/fd/3", &fa, &at, argv, job->env.vars);
+    if (!rc)
+        rc = posix_spawn(&pid, "/proc/self/fd/3", &fa, &at, argv, job->env.vars);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rc == 0)
@@ -609,8 +628,16 @@ static int job_spawn(struct cgi_job *job)
               ex_watch(ex, &job->w[W_TIMER], tfd, WATCH_IN, on_timer) == 0 &&
               (in[1] < 0 || ex_watch(ex, &job->w[W_STDIN], in[1], 0, on_stdin) == 0);
     if (!ok) {
+        /* Nothing may be left for events that will never come: the handles that were
+         * registered leave the exchange, the script goes and is reaped here (a spawner may
+         * wait, and a killed script is short), so writable() answers 503 and the exchange
+         * ends with nothing watched. */
         log_error("cgi %s: cannot watch the script: %s", job->name, strerror(errno));
-        kill_group(job); /* job_free reaps it */
+        kill_group(job);
+        for (int k = 0; k < W_COUNT; k++)
+            watch_close(job, k);
+        waitpid(job->pid, NULL, 0);
+        job->pid = 0;
         return 503;
     }
     job->body_to_stdin = in[1] >= 0;

@@ -356,6 +356,7 @@ struct compress_dir {
     int rfd;                    /* opened at start-up if it existed: lookups before the probe
                                  * (variants made by an earlier run are served at once) */
     bool tmpfile;               /* O_TMPFILE works there */
+    _Atomic bool reprobe;       /* given up, then taken up again by a reload */
     pthread_mutex_t lock;       /* bytes, eviction and commits */
     uint64_t bytes;             /* of our files in it */
     _Atomic uint64_t max_bytes; /* compress_cache_size (the newest configuration's) */
@@ -540,12 +541,16 @@ static void dir_probe(struct compressor *cz, struct compress_dir *d)
         pthread_mutex_unlock(&d->lock);
         return;
     }
-    if (mkdir(d->path, 0700) < 0 && errno != EEXIST) {
+    /* Probed before (a reload took the directory up again): its descriptor stays, since a
+     * thread that saw it usable may still be using it. */
+    int fd = d->fd;
+    if (fd < 0 && mkdir(d->path, 0700) < 0 && errno != EEXIST) {
         dir_broken(d, "cannot create", errno);
         pthread_mutex_unlock(&d->lock);
         return;
     }
-    int fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         dir_broken(d, "cannot open", errno);
         pthread_mutex_unlock(&d->lock);
@@ -567,12 +572,15 @@ static void dir_probe(struct compressor *cz, struct compress_dir *d)
     }
     if (t < 0) {
         int err = errno;
-        close(fd);
+        if (fd != d->fd)
+            close(fd);
         dir_broken(d, "cannot write", err);
         pthread_mutex_unlock(&d->lock);
         return;
     }
     d->fd = fd;
+    if (atomic_exchange(&d->reprobe, false))
+        log_notice("compress_cache_dir %s: written again", d->path);
     uint64_t max = atomic_load(&d->max_bytes);
     dir_scan(cz, d, max, max - max / 10);
     atomic_store_explicit(&d->state, DIR_OK, memory_order_release);
@@ -923,6 +931,11 @@ static struct compress_dir *dir_get(struct compressor *cz, const char *path, uin
     if (d) {
         d->refs++;
         atomic_store(&d->max_bytes, max); /* the newest configuration's bound */
+        /* A reload tries a directory that was given up again (README): the next job that
+         * needs it probes it anew. */
+        int broken = DIR_BROKEN;
+        if (atomic_compare_exchange_strong(&d->state, &broken, DIR_UNKNOWN))
+            atomic_store(&d->reprobe, true);
     } else if ((d = calloc(1, sizeof(*d) + strlen(path) + 1))) {
         strcpy(d->path, path);
         d->refs = 1;

@@ -370,6 +370,20 @@ static void find_variants(struct fc_entry *e, const char *rel)
     }
 }
 
+/* A failure that says nothing about the file, only about the moment (no descriptor or memory
+ * to spare): never cached, or a descriptor shortage would keep a file failing for as long as
+ * file_cache_valid after it ended. */
+static bool transient(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS || err == EAGAIN ||
+           err == EINTR;
+}
+
+static bool failed_for_now(const struct fc_entry *e)
+{
+    return e->kind == FC_MISSING && transient(e->err);
+}
+
 /* Resolve `path` in `lc` from the file system. Never returns NULL unless out of memory. */
 static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, const char *path,
                               size_t len)
@@ -410,6 +424,11 @@ static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, 
                 rel[base] = '/';
             memcpy(rel + base + (base ? 1 : 0), lc->index[i], ilen + 1);
             fd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, 0);
+            if (fd < 0 && transient(-fd)) {
+                e->kind = FC_MISSING; /* not "a directory without an index": we do not know */
+                e->err = -fd;
+                return e;
+            }
             if (fd < 0)
                 continue;
             struct stat st;
@@ -462,6 +481,10 @@ static bool still_valid(struct file_cache *fc, struct fc_entry *e)
     struct fc_entry *fresh = build(fc, e->loc, e->path, e->path_len);
     if (!fresh)
         return true; /* out of memory: keep serving the old entry */
+    if (failed_for_now(fresh)) {
+        entry_free(fresh);
+        return true; /* no descriptor to check with: the old entry is the best we know */
+    }
     bool same = fresh->kind == e->kind && fresh->err == e->err;
     if (same && e->kind == FC_FILE)
         same = fresh->st.st_dev == e->st.st_dev && fresh->st.st_ino == e->st.st_ino &&
@@ -627,6 +650,10 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
         struct fc_entry *fresh = build(fc, lc, path, len);
         if (!fresh)
             return e;
+        if (failed_for_now(fresh)) {
+            entry_free(fresh);
+            return e;
+        }
         fresh->hash = h;
         atomic_store_explicit(&fresh->validated_ms, now, memory_order_relaxed);
         struct fc_entry *got = insert(fc, s, fresh, e);
@@ -636,8 +663,8 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
 
     atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
     e = build(fc, lc, path, len);
-    if (!e)
-        return NULL;
+    if (!e || failed_for_now(e))
+        return e; /* uncached: its one reference is the caller's */
     e->hash = h;
     atomic_store_explicit(&e->validated_ms, now, memory_order_relaxed);
     return insert(fc, s, e, NULL);

@@ -93,7 +93,9 @@ struct file_cache *fc_create(unsigned max_entries, size_t max_bytes, unsigned in
 void fc_destroy(struct file_cache *fc);
 
 /* Look up (or build) the entry for normalised `path` (starting with '/') in location `lc`. The
- * caller owns one reference and must fc_release() it. Returns NULL only on ENOMEM. */
+ * caller owns one reference and must fc_release() it. Returns NULL only on ENOMEM. A failure to
+ * open for lack of descriptors or memory (EMFILE, ENFILE, ENOMEM...) is returned but never
+ * cached, and never replaces a cached entry. */
 struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const char *path,
                         size_t path_len);
 void fc_release(struct fc_entry *e);

@@ -408,7 +408,7 @@ static int mime_read_file(struct mime_loader *l, const char *path, char *err, si
         mime_err(err, errlen, "%s: read error: %s", path, strerror_r(EIO, ebuf, sizeof(ebuf)));
     }
     if (rc == -ENOMEM)
-        mime_err(err, errlen, "out of memory");
+        mime_err(err, errlen, "lfhttpd: out of memory");
     free(line);
     fclose(f);
     return rc;
@@ -452,7 +452,7 @@ struct mime_table *mime_table_load(const char *path, char *err, size_t errlen)
     return l.t;
 
 oom:
-    mime_err(err, errlen, "out of memory");
+    mime_err(err, errlen, "lfhttpd: out of memory");
 fail:
     free(l.v);
     mime_table_free(l.t);

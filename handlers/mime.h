@@ -25,7 +25,7 @@ struct mime_table;
  * NUL-terminated, may be truncated; err may be NULL if errlen is 0):
  *   "FILE:LINE: reason"              a line could not be parsed (invalid media type/extension)
  *   "FILE: cannot open: strerror"    the file could not be opened
- *   "FILE: read error: strerror" / "out of memory"
+ *   "FILE: read error: strerror" / "lfhttpd: out of memory"
  */
 struct mime_table *mime_table_load(const char *path, char *err, size_t errlen);
 

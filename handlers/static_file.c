@@ -604,13 +604,14 @@ static void human_size(char *out, size_t cap, off_t size)
 }
 
 /* The entries of directory `d` (dot-files only when the location shows hidden files), or NULL
- * when out of memory. */
+ * when out of memory (a listing that leaves entries out would be a lie: 503 instead). */
 static struct dirent_info *read_entries(DIR *d, const struct loc_conf *lc, size_t *count)
 {
     size_t n = 0, cap = 64;
     struct dirent_info *ents = malloc(cap * sizeof(*ents));
+    bool short_of_memory = !ents;
     struct dirent *de;
-    while (ents && (de = readdir(d))) {
+    while (!short_of_memory && (de = readdir(d))) {
         if (de->d_name[0] == '.' && (!lc->hidden_files || !strcmp(de->d_name, ".") ||
                                      !strcmp(de->d_name, "..")))
             continue;
@@ -619,14 +620,25 @@ static struct dirent_info *read_entries(DIR *d, const struct loc_conf *lc, size_
             continue; /* dangling symlink or vanished */
         if (n == cap) {
             struct dirent_info *ne = realloc(ents, (cap *= 2) * sizeof(*ents));
-            if (!ne)
+            if (!ne) {
+                short_of_memory = true;
                 break;
+            }
             ents = ne;
         }
         ents[n++] = (struct dirent_info){ strdup(de->d_name), S_ISDIR(st.st_mode), st.st_size,
                                           st.st_mtim.tv_sec };
-        if (!ents[n - 1].name)
+        if (!ents[n - 1].name) {
             n--;
+            short_of_memory = true;
+        }
+    }
+    if (short_of_memory) {
+        for (size_t i = 0; i < n; i++)
+            free(ents[i].name);
+        free(ents);
+        ents = NULL;
+        n = 0;
     }
     *count = n;
     return ents;
@@ -696,8 +708,10 @@ static int write_listing(const struct exchange *ex, bool json, const struct dire
         listing_json(f, ents, n);
     else
         listing_html(f, ex->path, ex->path_len, ents, n);
-    fflush(f);
-    int out = dup(fd);
+    /* stdio allocates its buffer on the first write: a listing it could not write is not
+     * sent half-written. */
+    bool written = fflush(f) == 0 && !ferror(f);
+    int out = written ? dup(fd) : -1;
     fclose(f);
     return out;
 }

@@ -148,12 +148,20 @@ static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct 
             log_error("accept on %s: %s", l->url, strerror(err));
             break;
         }
+        atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
+        if (conn_create(srv, l, fd, &peer, w) == -ENOMEM) {
+            /* No memory for the connection (it got a 503 if it could): a shortage like one of
+             * descriptors, retried on the timer tick. */
+            if (!atomic_exchange_explicit(&shortage_logged, true, memory_order_relaxed))
+                log_error("accept on %s: out of memory for a new connection; pausing accepts "
+                          "until memory frees up", l->url);
+            atomic_store(&l->paused, 1);
+            return;
+        }
         if (atomic_load_explicit(&shortage_logged, memory_order_relaxed) &&
             atomic_exchange_explicit(&shortage_logged, false, memory_order_relaxed))
             log_notice("accepting on %s again", l->url);
-        atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
-        conn_create(srv, l, fd, &peer, w);
     }
     hs_rearm(l->hs, &l->eh, EPOLLIN);
 }

@@ -21,12 +21,14 @@
 #include "log.h"
 #include "version.h"
 
-static void config_defaults(struct config *cfg)
+/* The built-in defaults. Returns 0, or -1 when out of memory (message printed): at start-up
+ * that ends the process, on a reload it keeps the running configuration. */
+static int config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     if (site_set_init(&cfg->sites) < 0) {
         fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
+        return -1;
     }
     cfg->batch = 8;
     cfg->log_level = LOG_NOTICE;
@@ -54,6 +56,8 @@ static void config_defaults(struct config *cfg)
     cfg->timeout_keepalive = 75000;
     cfg->timeout_send = 60000;
     cfg->drain_timeout = 30000;
+    cfg->access_log_buffer = 0; /* every line written at once: nothing lost on a crash */
+    cfg->access_log_flush = 1000;
     cfg->cgi_timeout = 30000;
     cfg->cgi_max = 64;
     cfg->compress_dynamic_max = 64;
@@ -62,8 +66,9 @@ static void config_defaults(struct config *cfg)
     if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||
         cidr_list_add(&cfg->status_allow, "::1") < 0) {
         fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
+        return -1;
     }
+    return 0;
 }
 
 bool config_has_tls(const struct config *cfg)
@@ -125,7 +130,10 @@ int config_parse_listen(const char *s, struct listen_addr *la)
         snprintf(host, sizeof(host), "0.0.0.0");
     struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
     struct addrinfo *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai == EAI_MEMORY)
+        return -ENOMEM;
+    if (gai != 0 || !res)
         return -EINVAL;
     memcpy(&la->ss, res->ai_addr, res->ai_addrlen);
     la->sslen = res->ai_addrlen;
@@ -538,7 +546,8 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         return CONFIG_ERROR;
     if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0 || cli_certificates(cfg, cl) < 0)
         return CONFIG_ERROR;
-    site_set_finish(&cfg->sites);
+    if (site_set_finish(&cfg->sites) < 0 || site_set_check(&cfg->sites) < 0)
+        return CONFIG_ERROR;
     if (cfg->nlisten == nadmin) { /* admin_listen alone does not replace the default listener */
         if (cfg->nlisten == CONFIG_MAX_LISTEN) {
             fprintf(stderr, "lfhttpd: too many listeners (at most %d)\n", CONFIG_MAX_LISTEN);
@@ -549,8 +558,17 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
     }
     bool tls = config_has_tls(cfg);
     if (tls && cfg->ncerts == 0) {
-        fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key FILE, "
-                        "or tls_certificate in the configuration file)\n");
+        /* Point at the file's first TLS listener, unless the command line gave them. */
+        unsigned line = 0;
+        for (unsigned i = 0; i < cfg->nlisten && !line; i++)
+            if (cfg->listen[i].tls)
+                line = cfg->listen[i].line;
+        if (line)
+            fprintf(stderr, "%s:%u: a TLS listener needs a certificate (tls_certificate, or "
+                            "--cert FILE --key FILE)\n", cfg->config_file, line);
+        else
+            fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key "
+                            "FILE, or tls_certificate in the configuration file)\n");
         return CONFIG_ERROR;
     }
     if (cfg->tls_ticket_key_file[0] && cfg->tls_ticket_rotation == 0) {
@@ -559,7 +577,11 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         return CONFIG_ERROR;
     }
     if (cfg->tls_redirect_http && !tls) {
-        fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
+        if (cfg->tls_redirect_line)
+            fprintf(stderr, "%s:%u: tls_redirect_http on needs a TLS listener\n",
+                    cfg->config_file, cfg->tls_redirect_line);
+        else
+            fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
         return CONFIG_ERROR;
     }
     if (cfg->threads == 0) {
@@ -579,7 +601,8 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
 
 static enum config_result parse_args(struct config *cfg, int argc, char **argv)
 {
-    config_defaults(cfg);
+    if (config_defaults(cfg) < 0)
+        return CONFIG_ERROR;
     cfg->config_file = config_flag(argc, argv);
     if (cfg->config_file && config_load_file(cfg, cfg->config_file) < 0)
         return CONFIG_ERROR;

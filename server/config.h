@@ -26,6 +26,7 @@ struct listen_addr {
     bool proxy_protocol;    /* connections start with a PROXY protocol header */
     bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
     bool admin;             /* admin_listen: the built-ins only (health, status, metrics) */
+    unsigned line;          /* line in config_file it came from; 0: the command line */
     char fdname[64];        /* `systemd:NAME`: the sockets systemd passed under that name
                                (systemd.h); ss is then unset */
 };
@@ -55,6 +56,8 @@ struct config {
     char error_log[PATH_MAX];   /* "stderr" or a file */
     char access_log[PATH_MAX];  /* a file, "stdout", "stderr" or "off" */
     int access_log_format;      /* enum access_log_format */
+    size_t access_log_buffer;   /* bytes of lines each thread gathers; 0: one write per line */
+    unsigned access_log_flush;  /* ms a buffered line may wait for its write */
 
     /* Limits (nginx-like defaults). */
     size_t max_head_size;   /* request line + headers, bytes -> 431 */
@@ -101,6 +104,7 @@ struct config {
     char tls_ticket_key_file[PATH_MAX]; /* ticket keys shared by replicas; "" = generated keys */
     unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
     bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
+    unsigned tls_redirect_line;     /* where the file set it (0: not from the file) */
 
     /* CGI (handlers/cgi.c). */
     unsigned cgi_timeout;      /* ms a script may run before its process group is killed */
@@ -135,8 +139,8 @@ bool config_has_tls(const struct config *cfg);
 int config_add_certificate(struct config *cfg, const char *where, unsigned line, char **args,
                            int nargs);
 
-/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT", "PORT" or "systemd:NAME" into `la`. Returns 0 or
- * -EINVAL. */
+/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT", "PORT" or "systemd:NAME" into `la`. Returns 0,
+ * -EINVAL, or -ENOMEM (the resolver ran out of memory). */
 int config_parse_listen(const char *s, struct listen_addr *la);
 
 #endif

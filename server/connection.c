@@ -110,6 +110,24 @@ static inline void set_state(struct conn *c, enum conn_state st)
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
+/* A new connection that cannot be taken on (no memory for it, or for its registration):
+ * answer 503 on the raw socket when the listener speaks plain HTTP (a static response, nothing
+ * allocated; request bytes already there are read and dropped first, so that the close does
+ * not reset the answer). Best effort; the caller closes the socket. */
+static void refuse_raw(const struct listener *l, int fd)
+{
+    static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                               "Retry-After: 1\r\nConnection: close\r\n\r\n";
+    if (l->addr.tls)
+        return;
+    char drain[4096];
+    for (int i = 0; i < 4 && recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0; i++)
+        ;
+    ssize_t n = send(fd, resp, sizeof(resp) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)n;
+    shutdown(fd, SHUT_WR);
+}
+
 static struct request_ctx request_ctx_of(struct conn *c, const struct http_request *req,
                                          bool body_follows);
 
@@ -142,7 +160,9 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c) {
+        refuse_raw(l, fd);
         close(fd);
+        server_conn_closed(srv); /* the acceptor counted it */
         return -ENOMEM;
     }
     c->eh.fd = fd;
@@ -175,9 +195,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         return -EBUSY;
     }
     if (l->addr.tls && transport_tls_attach(c, c->rt->tls) < 0) {
-        runtime_unref(c->rt);
-        close(fd);
-        free(c);
+        conn_free_stopped(c); /* gives back the slot limits_connection_open took */
         server_conn_closed(srv);
         return -ENOMEM;
     }
@@ -201,6 +219,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     if (rc < 0) {
         log_error("epoll_ctl add: %s", strerror(-rc));
         atomic_store(&c->armed, CONN_OWNED); /* the sweep must not touch it: never registered */
+        refuse_raw(l, fd);
         conn_close(c);
         return rc;
     }
@@ -269,8 +288,9 @@ void conn_free_stopped(struct conn *c)
 /* ---- parking -------------------------------------------------------------------------------- */
 
 /* Hand the connection to the handle set in state `st`, to wait for `events` until `deadline`
- * (monotonic ms; DEADLINE_KEEP: the one it has). Its owner's last touch of it. */
-static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
+ * (monotonic ms; DEADLINE_KEEP: the one it has). Its owner's last touch of it when it returns
+ * 0; on -errno the caller still owns it. */
+static int conn_try_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
 {
     if (c->tp_want) {
         events = c->tp_want; /* the transport must first move bytes the other way */
@@ -286,11 +306,19 @@ static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64
     if (rc == -ENOENT)
         rc = hs_add(hs, &c->eh, events); /* back from its exchange's private set */
     if (rc < 0) {
-        /* Cannot happen for a live socket; if it does, nobody else can see the handle. */
+        /* Nobody else can see the handle. A re-arm cannot fail for a live socket; adding it
+         * back can (the kernel's memory for the registration). */
         log_error("epoll_ctl: %s", strerror(-rc));
         atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
-        conn_close(c);
     }
+    return rc;
+}
+
+/* The same, closing the connection when it cannot be parked. */
+static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
+{
+    if (conn_try_park(c, st, events, deadline) < 0)
+        conn_close(c);
 }
 
 /* When a request head or body that began at `start` and has brought `bytes` so far must be
@@ -658,9 +686,11 @@ static bool exchange_after(struct conn *c, struct worker *w, int rc)
     return true;
 }
 
+static void park_failed(struct conn *c, struct worker *w);
+
 /* Arm the private set: the socket's interest inside it, then the set itself in the shared
  * handle set. */
-static void watch_set_park(struct conn *c)
+static void watch_set_park(struct conn *c, struct worker *w)
 {
     struct sink_deferral *d = c->xd;
     uint32_t ev = EPOLLRDHUP; /* the client leaving ends the exchange */
@@ -689,11 +719,38 @@ static void watch_set_park(struct conn *c)
     if (rc < 0) {
         log_error("epoll_ctl (watched handles): %s", strerror(-rc));
         atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
-        conn_close(c);
+        park_failed(c, w);
     }
 }
 
 static void exchange_wake(struct timer_entry *t, struct worker *w);
+
+/* The timer's thread (a pool thread) tries again to arm what a holder could not. */
+static void exchange_repark(struct timer_entry *t, struct worker *w)
+{
+    struct sink_deferral *d =
+        (struct sink_deferral *)((char *)t - offsetof(struct sink_deferral, timer));
+    conn_next(conn_of(d->sink), w);
+}
+
+/* The exchange's socket or private set could not be armed (the kernel had no memory for the
+ * registration), so nothing would ever wake it. A holder giving it back (no worker: it cannot
+ * send) leaves a pool thread to try once more at once, from the timer; on a pool thread the
+ * client gets a 503 unless a response has begun, and the connection closes after it. */
+static void park_failed(struct conn *c, struct worker *w)
+{
+    struct sink_deferral *d = c->xd;
+    if (!w) {
+        d->timer.fire = exchange_repark;
+        if (timer_add(&conn_srv(c)->timers, &d->timer, timer_now()) == 0)
+            return; /* the timer owns it from here */
+    } else if (!d->responded) {
+        if (exchange_after(c, w, layer(c)->fail(d, w, 503)))
+            conn_next(c, w);
+        return;
+    }
+    conn_close(c);
+}
 
 /* The deferred exchange waits: arm what wakes it. */
 static void exchange_wait(struct conn *c, struct worker *w)
@@ -710,11 +767,12 @@ static void exchange_wait(struct conn *c, struct worker *w)
         return;
     }
     if (d->watch_set.fd >= 0) {
-        watch_set_park(c);
+        watch_set_park(c, w);
         return;
     }
     if (sending(c) || (d->wants & DW_WRITABLE)) {
-        conn_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send);
+        if (conn_try_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send) < 0)
+            park_failed(c, w);
     } else if (d->wants & DW_TIMER) {
         set_state(c, CS_EXCHANGE);
         d->timer.fire = exchange_wake;
@@ -722,7 +780,8 @@ static void exchange_wait(struct conn *c, struct worker *w)
             conn_close(c); /* (otherwise the timer owns it from here) */
     } else {
         assert(d->wants & DW_BODY);
-        conn_park(c, CS_EXCHANGE, EPOLLIN, body_deadline(c));
+        if (conn_try_park(c, CS_EXCHANGE, EPOLLIN, body_deadline(c)) < 0)
+            park_failed(c, w);
     }
 }
 

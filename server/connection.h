@@ -111,8 +111,9 @@ struct conn {
 };
 
 /* Create a connection for an accepted socket and register it, on the acceptor's thread `w`;
- * closes `fd` on failure, or after a 429 when its client holds too many connections
- * (limit_conn_per_ip). */
+ * closes `fd` on failure (on -ENOMEM, after answering 503 if the listener speaks plain HTTP),
+ * or after a 429 when its client holds too many connections (limit_conn_per_ip). The caller
+ * counted the connection in srv->nconns; a failure uncounts it. */
 int conn_create(struct server *srv, const struct listener *l, int fd,
                 const struct sockaddr_storage *peer, struct worker *w);
 

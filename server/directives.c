@@ -33,30 +33,24 @@ static void *field_of(const struct directive *d, const struct dir_ctx *x)
     return base + d->offset;
 }
 
-static char *xstrdup(const char *s)
+/* Running out of memory while applying a directive fails the start-up, or the reload (which
+ * keeps the running configuration): never the process. What was being built is left
+ * consistent for config_free. */
+static int oom(const struct dir_ctx *x)
 {
-    char *d = strdup(s);
-    if (!d) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
-    }
-    return d;
+    fprintf(stderr, "%s: out of memory\n", x->where);
+    return -1;
 }
 
-static void *xrealloc(void *p, size_t n)
+/* Replace *field with a copy of `v`. 0, or -1 with *field unchanged. */
+static int set_str(char **field, const char *v)
 {
-    void *q = realloc(p, n);
-    if (!q) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
-    }
-    return q;
-}
-
-static void set_str(char **field, const char *v)
-{
+    char *d = strdup(v);
+    if (!d)
+        return -1;
     free(*field);
-    *field = xstrdup(v);
+    *field = d;
+    return 0;
 }
 
 /* ---- value checks ---------------------------------------------------------------------------- */
@@ -186,6 +180,23 @@ static int d_number(const struct directive *d, const struct dir_ctx *x, char **a
     return 0;
 }
 
+/* A number, or off (0): access_log_buffer SIZE|off. */
+static int d_number_or_off(const struct directive *d, const struct dir_ctx *x, char **args,
+                           int nargs)
+{
+    (void)nargs;
+    uint64_t v = 0;
+    if (strcmp(args[0], "off") &&
+        (parse_number(args[0], d->unit, &v) < 0 || v < d->min || v > d->max)) {
+        fprintf(stderr, "%s: invalid value '%s' for '%s' (%llu..%llu bytes, k/m/g suffixes "
+                        "allowed, or off)\n", x->where, args[0], d->name,
+                (unsigned long long)d->min, (unsigned long long)d->max);
+        return -1;
+    }
+    *(size_t *)field_of(d, x) = (size_t)v;
+    return 0;
+}
+
 /* on|off into an int (a location's: -1 is unset) or a bool (the top level's). */
 static int d_onoff(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
@@ -198,6 +209,8 @@ static int d_onoff(const struct directive *d, const struct dir_ctx *x, char **ar
         *(int *)field_of(d, x) = v;
     else
         *(bool *)field_of(d, x) = v;
+    if (d->in == IN_TOP && d->offset == offsetof(struct config, tls_redirect_http))
+        x->cfg->tls_redirect_line = x->line; /* for "needs a TLS listener" at the end */
     return 0;
 }
 
@@ -259,7 +272,10 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
         return -1;
     }
     struct listen_addr *la = &cfg->listen[cfg->nlisten];
-    if (config_parse_listen(args[0], la) < 0) {
+    int rc = config_parse_listen(args[0], la);
+    if (rc == -ENOMEM)
+        return oom(x);
+    if (rc < 0) {
         fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT or "
                         "systemd:NAME)\n",
                 x->where, args[0]);
@@ -275,6 +291,7 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
     }
     la->tls = !strcmp(d->name, "tls_listen");
     la->admin = !strcmp(d->name, "admin_listen");
+    la->line = x->line;
     cfg->nlisten++;
     return 0;
 }
@@ -437,8 +454,7 @@ static int d_root(const struct directive *d, const struct dir_ctx *x, char **arg
                 rc < 0 ? strerror(errno) : "not a directory");
         return -1;
     }
-    set_str(&x->lc->root, args[0]);
-    return 0;
+    return set_str(&x->lc->root, args[0]) < 0 ? oom(x) : 0;
 }
 
 static int d_index(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
@@ -491,8 +507,7 @@ static int d_path_or_off(const struct directive *d, const struct dir_ctx *x, cha
         fprintf(stderr, "%s: '%s' path too long\n", x->where, d->name);
         return -1;
     }
-    set_str(field_of(d, x), off ? "" : v);
-    return 0;
+    return set_str(field_of(d, x), off ? "" : v) < 0 ? oom(x) : 0;
 }
 
 static int d_add_header(const struct directive *d, const struct dir_ctx *x, char **args,
@@ -506,10 +521,19 @@ static int d_add_header(const struct directive *d, const struct dir_ctx *x, char
     }
     if (lc->nheaders < 0)
         lc->nheaders = 0;
-    lc->headers = xrealloc(lc->headers, sizeof(*lc->headers) * (size_t)(lc->nheaders + 1));
+    struct header_kv *nh = realloc(lc->headers, sizeof(*nh) * (size_t)(lc->nheaders + 1));
+    if (!nh)
+        return oom(x);
+    lc->headers = nh;
+    char *name = strdup(args[0]), *value = strdup(args[1]);
+    if (!name || !value) {
+        free(name);
+        free(value);
+        return oom(x);
+    }
     struct header_kv *h = &lc->headers[lc->nheaders++];
-    h->name = xstrdup(args[0]);
-    h->value = xstrdup(args[1]);
+    h->name = name;
+    h->value = value;
     h->name_len = strlen(h->name);
     h->value_len = strlen(h->value);
     return 0;
@@ -528,7 +552,9 @@ static int d_header_value(const struct directive *d, const struct dir_ctx *x, ch
         fprintf(stderr, "%s: invalid '%s' value '%s'\n", x->where, d->name, v);
         return -1;
     }
-    set_str(field_of(d, x), !type && !strcmp(v, "off") ? "" : v);
+    if (set_str(field_of(d, x), !type && !strcmp(v, "off") ? "" : v) < 0 ||
+        (realm && set_str(&x->lc->auth_where, x->where) < 0))
+        return oom(x);
     return 0;
 }
 
@@ -564,10 +590,16 @@ static int d_error_page(const struct directive *d, const struct dir_ctx *x, char
                     d->name);
             return -1;
         }
-        lc->error_pages =
-            xrealloc(lc->error_pages, sizeof(*lc->error_pages) * (size_t)(lc->nerror_pages + 1));
+        struct error_page *ne =
+            realloc(lc->error_pages, sizeof(*ne) * (size_t)(lc->nerror_pages + 1));
+        if (!ne)
+            return oom(x);
+        lc->error_pages = ne;
+        char *path = strdup(args[nargs - 1]);
+        if (!path)
+            return oom(x);
         lc->error_pages[lc->nerror_pages].status = (int)st;
-        lc->error_pages[lc->nerror_pages].path = xstrdup(args[nargs - 1]);
+        lc->error_pages[lc->nerror_pages].path = path;
         lc->nerror_pages++;
     }
     return 0;
@@ -581,8 +613,7 @@ static int d_user_file(const struct directive *d, const struct dir_ctx *x, char 
         fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, args[0], strerror(errno));
         return -1;
     }
-    set_str(&x->lc->auth_file, args[0]);
-    return 0;
+    return set_str(&x->lc->auth_file, args[0]) < 0 ? oom(x) : 0;
 }
 
 /* handler TYPE [ARG] */
@@ -592,9 +623,14 @@ static int d_handler(const struct directive *d, const struct dir_ctx *x, char **
         fprintf(stderr, "%s: unknown %s '%s'\n", x->where, d->name, args[0]);
         return -1;
     }
-    set_str(&x->lc->handler, args[0]);
+    char *arg = nargs == 2 ? strdup(args[1]) : NULL;
+    if ((nargs == 2 && !arg) || set_str(&x->lc->handler, args[0]) < 0 ||
+        set_str(&x->lc->handler_where, x->where) < 0) {
+        free(arg);
+        return oom(x);
+    }
     free(x->lc->handler_arg);
-    x->lc->handler_arg = nargs == 2 ? xstrdup(args[1]) : NULL;
+    x->lc->handler_arg = arg;
     return 0;
 }
 
@@ -608,15 +644,23 @@ static int d_compress_types(const struct directive *d, const struct dir_ctx *x, 
                             "allowed in the subtype)\n", x->where, args[i], d->name);
             return -1;
         }
+    char **types = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof(char *));
+    if (!types)
+        return oom(x);
+    for (int i = 0; i < nargs; i++) {
+        if (!(types[i] = strdup(args[i]))) {
+            for (int k = 0; k < i; k++)
+                free(types[k]);
+            free(types);
+            return oom(x);
+        }
+        for (char *p = types[i]; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+    }
     for (int i = 0; i < lc->ncompress_types; i++)
         free(lc->compress_types[i]);
     free(lc->compress_types);
-    lc->compress_types = xrealloc(NULL, sizeof(char *) * (size_t)nargs);
-    for (int i = 0; i < nargs; i++) {
-        lc->compress_types[i] = xstrdup(args[i]);
-        for (char *p = lc->compress_types[i]; *p; p++)
-            *p = (char)tolower((unsigned char)*p);
-    }
+    lc->compress_types = types;
     lc->ncompress_types = nargs;
     return 0;
 }
@@ -712,6 +756,10 @@ const struct directive directive_table[] = {
     { "error_log", IN_TOP, ONE, d_path, TOP(error_log), 0, 0, 0, 0 },
     { "access_log", IN_TOP, ONE, d_path, TOP(access_log), 0, 0, 0, 0 },
     { "access_log_format", IN_TOP, ONE, d_log_format, 0, 0, 0, 0, 0 },
+    { "access_log_buffer", IN_TOP, 1, 1, "a size (4k..1m) or off", d_number_or_off,
+      NUM(TOP(access_log_buffer), F_SIZE, U_SIZE, 4096, 1024 * 1024) },
+    { "access_log_flush", IN_TOP, ONE, d_number,
+      NUM(TOP(access_log_flush), F_UNSIGNED, U_MS, 1, 60000) },
     { "log_level", IN_TOP, ONE, d_log_level, 0, 0, 0, 0, 0 },
     { "trusted_proxies", IN_TOP, 1, 0, "one or more addresses or CIDR ranges", d_cidrs,
       TOP(trusted_proxies), 0, 0, 0, 0 },

@@ -66,7 +66,8 @@ static int init_location(struct server *srv, struct runtime *rt, struct loc_conf
     char err[256] = "out of memory";
     lc->instance = lc->ops->create(&env, lc, err, sizeof(err));
     if (!lc->instance) {
-        fprintf(stderr, "lfhttpd: handler %s: %s\n", lc->handler, err);
+        fprintf(stderr, "%s: handler %s: %s\n", lc->handler_where ? lc->handler_where : "lfhttpd",
+                lc->handler, err);
         return -1;
     }
     return 0;

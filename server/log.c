@@ -11,10 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "logfile.h"
+
 /* Written once at start-up before any thread exists; read-only afterwards. */
 static enum log_level log_threshold = LOG_NOTICE;
 static int log_fd = 2;
 static char log_path[PATH_MAX]; /* "" for stderr */
+/* Whole lines or nothing, and lost lines counted when the file cannot take them (logfile.h). */
+static struct logfile errlog = { .fd = 2, .plain = true, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static const char *const level_names[] = { "error", "warn", "notice", "info", "debug" };
 
@@ -22,6 +26,8 @@ void log_init(enum log_level level, int fd)
 {
     log_threshold = level;
     log_fd = fd;
+    errlog.fd = fd;
+    logfile_reopened(&errlog);
 }
 
 int log_open(const char *target)
@@ -42,6 +48,8 @@ int log_open(const char *target)
     dup2(fd, 2);
     close(fd);
     log_fd = 2;
+    errlog.fd = 2;
+    logfile_reopened(&errlog);
     return 0;
 }
 
@@ -54,6 +62,8 @@ int log_reopen(void)
         return -errno;
     int rc = dup2(fd, log_fd) < 0 ? -errno : 0;
     close(fd);
+    if (rc == 0)
+        logfile_reopened(&errlog);
     return rc;
 }
 
@@ -77,6 +87,16 @@ void log_msg(enum log_level level, const char *fmt, ...)
     if (len > sizeof(line) - 2)
         len = sizeof(line) - 2;
     line[len++] = '\n';
-    ssize_t w = write(log_fd, line, len);
-    (void)w; /* nowhere left to report a failing error log */
+    int err = 0;
+    uint64_t lost = 0;
+    if (logfile_write(&errlog, line, len, &err, &lost) == LOGFILE_RECOVERED) {
+        /* The error log itself failed: the one place to say so is the log, once it works. */
+        n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02dZ [%s] error log: %llu "
+                     "line(s) lost before this one: %s\n", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, level_names[LOG_ERROR],
+                     (unsigned long long)lost, strerror(err));
+        if (n > 0)
+            logfile_write(&errlog, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1,
+                          NULL, NULL);
+    }
 }

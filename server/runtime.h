@@ -18,6 +18,7 @@
 #include "config.h"
 
 struct exchange;
+struct logfile;
 struct limit_table;
 struct ex_filter_ops;
 struct tls_ctx;
@@ -30,6 +31,7 @@ struct runtime {
     struct config cfg;          /* owned: freed with the runtime */
     struct tls_ctx *tls;        /* certificates of the TLS listeners; NULL without them */
     int access_fd;              /* -1 when the access log is off */
+    struct logfile *access_log; /* its lines, whole or lost (logfile.h); NULL when off */
     /* The per-client limits' table (client_limits.h): the server's, shared by every
      * generation since the first that set a limit; NULL before. */
     struct limit_table *limits;

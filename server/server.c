@@ -142,6 +142,7 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
         draining = true;
     }
     conn_sweep(srv, now, draining, past_deadline);
+    access_log_tick(now);
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
             acceptor_resume(&srv->listeners[i]);
@@ -603,6 +604,7 @@ static void reload(struct server *srv, const char *why)
     srv->generation = rt->generation;
     runtime_unref(cur);
     publish_runtime(srv, rt);
+    access_log_flush(); /* the lines of the old configuration's log, before the new one's */
     log_notice("%s: configuration reloaded (generation %u)", why, srv->generation);
 }
 
@@ -640,6 +642,7 @@ void server_run(struct server *srv)
     atomic_store(&srv->ready, true);
     systemd_ready(&srv->sd);
     tp_run(&srv->pool);
+    access_log_flush(); /* the rest of the drain's lines (an aborted exchange's at destroy) */
     log_notice("stopped");
 }
 

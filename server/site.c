@@ -10,24 +10,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char *xstrdup(const char *s)
+/* Running out of memory while building a configuration fails the start-up, or the reload
+ * (which keeps the running configuration): never the process. Every function below leaves
+ * what it was building consistent for site_set_free when it gives up. */
+static int oom(const char *where)
 {
-    char *d = strdup(s);
-    if (!d) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
-    }
-    return d;
+    fprintf(stderr, "%s: out of memory\n", where);
+    return -1;
 }
 
-static void *xrealloc(void *p, size_t n)
+/* Replace *slot with a copy of `v`. 0, or -1 with *slot unchanged. */
+static int set_str(char **slot, const char *v)
 {
-    void *q = realloc(p, n);
-    if (!q) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
-        exit(2);
-    }
-    return q;
+    char *d = strdup(v);
+    if (!d)
+        return -1;
+    free(*slot);
+    *slot = d;
+    return 0;
 }
 
 void loc_conf_init(struct loc_conf *lc)
@@ -73,6 +73,8 @@ static void loc_conf_free(struct loc_conf *lc)
     free(lc->default_type);
     free(lc->auth_realm);
     free(lc->auth_file);
+    free(lc->auth_where);
+    free(lc->handler_where);
     for (int i = 0; i < lc->nheaders; i++) {
         free(lc->headers[i].name);
         free(lc->headers[i].value);
@@ -109,11 +111,20 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
         fprintf(stderr, "%s: 'server' takes one or more names\n", where);
         return NULL;
     }
-    ss->sites = xrealloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
+    struct site *sites = realloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
+    if (!sites) {
+        oom(where);
+        return NULL;
+    }
+    ss->sites = sites;
     struct site *s = &ss->sites[ss->nsites];
     memset(s, 0, sizeof(*s));
     loc_conf_init(&s->base);
     s->names = calloc((size_t)nnames, sizeof(char *));
+    if (!s->names) {
+        oom(where);
+        return NULL;
+    }
     for (int i = 0; i < nnames; i++) {
         if (!strcmp(names[i], "default")) {
             s->is_default = true;
@@ -122,10 +133,19 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
         const char *n = names[i];
         if ((n[0] == '*' && n[1] != '.') || strchr(n + 1, '*') || strchr(n, '/') || strchr(n, ':')) {
             fprintf(stderr, "%s: invalid server name '%s' (a host name or *.suffix)\n", where, n);
+            for (unsigned k = 0; k < s->nnames; k++)
+                free(s->names[k]); /* the site was not counted: nothing else frees them */
             free(s->names);
             return NULL;
         }
-        char *lc = xstrdup(n);
+        char *lc = strdup(n);
+        if (!lc) {
+            for (unsigned k = 0; k < s->nnames; k++)
+                free(s->names[k]);
+            free(s->names);
+            oom(where);
+            return NULL;
+        }
         for (char *p = lc; *p; p++)
             *p = (char)tolower((unsigned char)*p);
         s->names[s->nnames++] = lc;
@@ -163,15 +183,25 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
         fprintf(stderr, "%s: 'location' takes a path prefix (/assets/) or *.EXT\n", where);
         return NULL;
     }
-    s->locs = xrealloc(s->locs, sizeof(*s->locs) * (s->nlocs + 1));
+    struct loc_conf *locs = realloc(s->locs, sizeof(*s->locs) * (s->nlocs + 1));
+    if (!locs) {
+        oom(where);
+        return NULL;
+    }
+    s->locs = locs;
+    char *m = strdup(ext ? match + 1 : match);
+    if (!m) {
+        oom(where);
+        return NULL;
+    }
     struct loc_conf *lc = &s->locs[s->nlocs++];
     loc_conf_init(lc);
     if (ext) {
-        lc->ext = xstrdup(match + 1);
-        lc->ext_len = strlen(lc->ext);
+        lc->ext = m;
+        lc->ext_len = strlen(m);
     } else {
-        lc->prefix = xstrdup(match);
-        lc->prefix_len = strlen(match);
+        lc->prefix = m;
+        lc->prefix_len = strlen(m);
     }
     return lc;
 }
@@ -198,11 +228,9 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
             if (defined)
                 continue; /* the site's own location wins */
             struct loc_conf *lc = site_add_location(s, "built-in location", prefix);
-            if (!lc)
-                return -1;
-            lc->handler = xstrdup(builtins[b][1]);
-            if (builtins[b][2])
-                lc->handler_arg = xstrdup(builtins[b][2]);
+            if (!lc || set_str(&lc->handler, builtins[b][1]) < 0 ||
+                (builtins[b][2] && set_str(&lc->handler_arg, builtins[b][2]) < 0))
+                return lc ? oom("built-in location") : -1;
         }
     }
     return 0;
@@ -210,17 +238,25 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
 
 /* ---- inheritance ---------------------------------------------------------------------------- */
 
-static char *inherit_str(char *mine, const char *parent)
+/* *mine, or else a copy of `parent`. 0, or -1 when out of memory. */
+static int inherit_str(char **mine, const char *parent)
 {
-    return mine ? mine : parent ? xstrdup(parent) : NULL;
+    if (*mine || !parent)
+        return 0;
+    *mine = strdup(parent);
+    return *mine ? 0 : -1;
 }
 
-static void inherit(struct loc_conf *lc, const struct loc_conf *p)
+/* Fill what `lc` leaves unset from `p`. 0, or -1 when out of memory (lc stays freeable). */
+static int inherit(struct loc_conf *lc, const struct loc_conf *p)
 {
-    lc->handler = inherit_str(lc->handler, p->handler);
-    if (!lc->handler_arg && p->handler_arg && !strcmp(lc->handler, p->handler))
-        lc->handler_arg = xstrdup(p->handler_arg);
-    lc->root = inherit_str(lc->root, p->root);
+    if (inherit_str(&lc->handler, p->handler) < 0)
+        return -1;
+    if (!lc->handler_arg && p->handler_arg && !strcmp(lc->handler, p->handler) &&
+        !(lc->handler_arg = strdup(p->handler_arg)))
+        return -1;
+    if (inherit_str(&lc->root, p->root) < 0)
+        return -1;
     if (lc->nindex < 0) {
         memcpy(lc->index, p->index, sizeof(lc->index));
         lc->nindex = p->nindex;
@@ -235,27 +271,36 @@ static void inherit(struct loc_conf *lc, const struct loc_conf *p)
         lc->precompressed = p->precompressed;
     if (lc->etag < 0)
         lc->etag = p->etag;
-    lc->spa_fallback = inherit_str(lc->spa_fallback, p->spa_fallback);
-    lc->cache_control = inherit_str(lc->cache_control, p->cache_control);
     if (lc->expires == -2)
         lc->expires = p->expires;
-    lc->default_type = inherit_str(lc->default_type, p->default_type);
-    lc->auth_realm = inherit_str(lc->auth_realm, p->auth_realm);
-    lc->auth_file = inherit_str(lc->auth_file, p->auth_file);
+    if (inherit_str(&lc->spa_fallback, p->spa_fallback) < 0 ||
+        inherit_str(&lc->cache_control, p->cache_control) < 0 ||
+        inherit_str(&lc->default_type, p->default_type) < 0 ||
+        inherit_str(&lc->auth_realm, p->auth_realm) < 0 ||
+        inherit_str(&lc->auth_file, p->auth_file) < 0 ||
+        inherit_str(&lc->auth_where, p->auth_where) < 0 ||
+        inherit_str(&lc->handler_where, p->handler_where) < 0)
+        return -1;
     if (lc->compress < 0)
         lc->compress = p->compress;
     if (lc->ncompress_types < 0) {
-        lc->ncompress_types = p->ncompress_types;
-        lc->compress_types = xrealloc(NULL, sizeof(char *) * (size_t)(p->ncompress_types + 1));
-        for (int i = 0; i < p->ncompress_types; i++)
-            lc->compress_types[i] = xstrdup(p->compress_types[i]);
+        if (!(lc->compress_types = calloc((size_t)p->ncompress_types + 1, sizeof(char *))))
+            return -1;
+        lc->ncompress_types = 0;
+        for (int i = 0; i < p->ncompress_types; i++) {
+            char *t = strdup(p->compress_types[i]);
+            if (!t)
+                return -1;
+            lc->compress_types[lc->ncompress_types++] = t;
+        }
     }
     if (lc->compress_min_size < 0)
         lc->compress_min_size = p->compress_min_size;
     for (int i = 0; i < SITE_NCODINGS; i++)
         if (lc->compress_level[i] < 0)
             lc->compress_level[i] = p->compress_level[i];
-    lc->compress_cache_dir = inherit_str(lc->compress_cache_dir, p->compress_cache_dir);
+    if (inherit_str(&lc->compress_cache_dir, p->compress_cache_dir) < 0)
+        return -1;
     if (lc->compress_cache_size < 0)
         lc->compress_cache_size = p->compress_cache_size;
     if (lc->limit_conn < 0) {
@@ -269,25 +314,39 @@ static void inherit(struct loc_conf *lc, const struct loc_conf *p)
     }
     if (lc->compress_dynamic < 0)
         lc->compress_dynamic = p->compress_dynamic;
-    /* Like nginx: a level that sets any add_header / error_page replaces the parent's list. */
+    /* Like nginx: a level that sets any add_header / error_page replaces the parent's list.
+     * The count is set as entries are copied, so a failure leaves only what can be freed. */
     if (lc->nheaders < 0) {
-        lc->nheaders = p->nheaders;
-        lc->headers = p->nheaders ? xrealloc(NULL, sizeof(*lc->headers) * (size_t)p->nheaders) : NULL;
+        if (p->nheaders > 0 && !(lc->headers = calloc((size_t)p->nheaders, sizeof(*lc->headers))))
+            return -1;
+        lc->nheaders = 0;
         for (int i = 0; i < p->nheaders; i++) {
-            lc->headers[i] = p->headers[i];
-            lc->headers[i].name = xstrdup(p->headers[i].name);
-            lc->headers[i].value = xstrdup(p->headers[i].value);
+            struct header_kv h = p->headers[i];
+            h.name = strdup(p->headers[i].name);
+            h.value = strdup(p->headers[i].value);
+            if (!h.name || !h.value) {
+                free(h.name);
+                free(h.value);
+                return -1;
+            }
+            lc->headers[lc->nheaders++] = h;
         }
     }
     if (lc->nerror_pages < 0) {
-        lc->nerror_pages = p->nerror_pages;
-        lc->error_pages =
-            p->nerror_pages ? xrealloc(NULL, sizeof(*lc->error_pages) * (size_t)p->nerror_pages) : NULL;
+        if (p->nerror_pages > 0 &&
+            !(lc->error_pages = calloc((size_t)p->nerror_pages, sizeof(*lc->error_pages))))
+            return -1;
+        lc->nerror_pages = 0;
         for (int i = 0; i < p->nerror_pages; i++) {
+            char *path = strdup(p->error_pages[i].path);
+            if (!path)
+                return -1;
             lc->error_pages[i].status = p->error_pages[i].status;
-            lc->error_pages[i].path = xstrdup(p->error_pages[i].path);
+            lc->error_pages[i].path = path;
+            lc->nerror_pages++;
         }
     }
+    return 0;
 }
 
 /* The id of a limit set in a block: a hash of its kind, its site's first name and the block's
@@ -315,7 +374,7 @@ static void name_rules(const struct site *s, struct loc_conf *lc)
         lc->limit_req_rule = rule_id('r', s, lc);
 }
 
-void site_set_finish(struct site_set *ss)
+int site_set_finish(struct site_set *ss)
 {
     static char d_static[] = "static", d_root[] = "./www", d_empty[] = "",
                 d_type[] = "application/octet-stream";
@@ -364,12 +423,27 @@ void site_set_finish(struct site_set *ss)
         for (unsigned j = 0; j < ss->sites[i].nlocs; j++)
             name_rules(&ss->sites[i], &ss->sites[i].locs[j]);
     }
-    inherit(&ss->sites[0].base, &defaults);
-    for (unsigned i = 1; i < ss->nsites; i++)
-        inherit(&ss->sites[i].base, &ss->sites[0].base);
+    bool failed = inherit(&ss->sites[0].base, &defaults) < 0;
+    for (unsigned i = 1; i < ss->nsites && !failed; i++)
+        failed = inherit(&ss->sites[i].base, &ss->sites[0].base) < 0;
+    for (unsigned i = 0; i < ss->nsites && !failed; i++)
+        for (unsigned j = 0; j < ss->sites[i].nlocs && !failed; j++)
+            failed = inherit(&ss->sites[i].locs[j], &ss->sites[i].base) < 0;
+    return failed ? oom("lfhttpd") : 0;
+}
+
+int site_set_check(const struct site_set *ss)
+{
     for (unsigned i = 0; i < ss->nsites; i++)
-        for (unsigned j = 0; j < ss->sites[i].nlocs; j++)
-            inherit(&ss->sites[i].locs[j], &ss->sites[i].base);
+        for (unsigned j = 0; j <= ss->sites[i].nlocs; j++) {
+            const struct loc_conf *lc = j == 0 ? &ss->sites[i].base : &ss->sites[i].locs[j - 1];
+            if (lc->auth_realm[0] && !lc->auth_file) {
+                fprintf(stderr, "%s: auth_basic \"%s\" needs auth_basic_user_file\n",
+                        lc->auth_where ? lc->auth_where : "lfhttpd", lc->auth_realm);
+                return -1;
+            }
+        }
+    return 0;
 }
 
 /* ---- matching ------------------------------------------------------------------------------- */

@@ -67,6 +67,8 @@ struct loc_conf {
     char *default_type;
     char *auth_realm;         /* Basic authentication realm; "" = off */
     char *auth_file;          /* its user file */
+    char *auth_where;         /* "FILE:LINE" of the auth_basic that set the realm */
+    char *handler_where;      /* "FILE:LINE" of the handler directive, for its errors */
     /* Compression of static files on the fly (handlers/compress.c). */
     int compress;             /* on|off */
     char **compress_types;    /* media-type patterns: text/html, text/ANY, application/ANY+json */
@@ -132,8 +134,12 @@ int site_add_admin(struct site_set *ss);
  * (message printed). */
 int site_add_builtins(struct site_set *ss, const char *test_prefix);
 
-/* Fill every unset setting from its parent and the built-in defaults. */
-void site_set_finish(struct site_set *ss);
+/* Fill every unset setting from its parent and the built-in defaults. Returns 0, or -1 when
+ * out of memory (message printed; the set can still be freed). */
+int site_set_finish(struct site_set *ss);
+/* After site_set_finish: the mistakes only the complete settings show (auth_basic without
+ * auth_basic_user_file). Prints "FILE:LINE: reason" and returns -1 on the first. */
+int site_set_check(const struct site_set *ss);
 
 /* Pick the site for a Host header value (may be empty). */
 const struct site *site_select(const struct site_set *ss, struct strview host);

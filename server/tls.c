@@ -499,7 +499,11 @@ struct ssl_st *tls_ssl_new(struct tls_ctx *t, int fd)
         ERR_clear_error();
         return NULL;
     }
-    SSL_set_app_data(ssl, t);
+    if (!SSL_set_app_data(ssl, t)) { /* it allocates: the callbacks need it set */
+        SSL_free(ssl);
+        ERR_clear_error();
+        return NULL;
+    }
     SSL_set_accept_state(ssl);
     atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
     return ssl;

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Write the seed corpora tests/fuzz/corpus/<harness>/ (run from anywhere; idempotent).
 
-Each seed is [config byte][4 split-seed bytes][a byte stream]; see the harnesses. The streams
-are small valid and invalid requests covering what the server distinguishes: methods, target
-forms, versions, Host, framing (Content-Length, chunked, extensions, trailers), Expect,
-pipelining, limits, and the HTTP/2 preface."""
+fuzz_request, fuzz_connection: each seed is [config byte][4 split-seed bytes][a byte stream];
+see the harnesses. The streams are small valid and invalid requests covering what the server
+distinguishes: methods, target forms, versions, Host, framing (Content-Length, chunked,
+extensions, trailers), Expect, pipelining, limits, and the HTTP/2 preface.
+
+fuzz_config: each seed is a configuration file: the shipped ones (conf/*.conf), one that uses
+every directive, and small files like the ones the tests write, valid and with each kind of
+mistake. Paths are the ones the harness's scratch directory has (www/, conf/mime.types,
+conf/htpasswd)."""
 
 import os
 
@@ -83,7 +88,127 @@ PREFIXES = {
 ALL_PREFIXES = ("get", "get-big", "pipeline", "pipeline-kib", "post-chunked", "expect-nobody")
 
 
+EVERY_DIRECTIVE = b"""# every directive, with a valid value
+listen 127.0.0.1:8080
+listen [::1]:8081 proxy_protocol
+tls_listen 127.0.0.1:8443
+tls_certificate conf/cert.pem conf/key.pem example.test *.example.test
+tls_passphrase_file conf/pass
+tls_session_cache 1000
+tls_session_timeout 10m
+tls_session_ticket_rotation 2h
+tls_hsts 31536000
+tls_redirect_http on
+threads 4
+leader_batch 16
+concurrency half-sync-half-async
+user nobody
+group nogroup
+error_log logs/error.log
+access_log logs/access.log
+access_log_format json
+trusted_proxies 10.0.0.0/8 192.168.0.1 fd00::/8
+real_ip_header Forwarded
+log_level debug
+mime_types conf/mime.types
+max_request_head 32k
+max_headers 50
+max_uri_length 4096
+max_body_size 10m
+max_connections 500
+timeout_header 10s
+timeout_body 500ms
+timeout_keepalive 1m
+timeout_send 1h
+drain_timeout 0
+timeout_handshake 5s
+file_cache_entries 100
+file_cache_size 1g
+file_cache_valid 0
+cgi_timeout 5s
+cgi_max 8
+cgi_env_pass PATH LANG TZ
+status_allow 127.0.0.1 ::1/128
+test_endpoints /_test/
+root ./www
+index index.html index.htm
+directory_listing on
+hidden_files allow
+follow_symlinks any
+precompressed off
+etag off
+spa_fallback /index.html
+add_header X-Frame-Options "DENY"
+add_header Content-Security-Policy "default-src 'self'; img-src *"
+cache_control "public, max-age=60"
+expires 7d
+error_page 404 410 /404.html
+default_type text/plain
+auth_basic "Private area"
+auth_basic_user_file conf/htpasswd
+location /cgi-bin/ {
+    handler cgi
+    auth_basic off
+}
+location /scripts/ {
+    handler cgi ./www/cgi-bin
+}
+location *.wasm {
+    add_header Cross-Origin-Embedder-Policy require-corp
+}
+location /status {
+    handler status
+}
+server example.test www.example.test *.example.org {
+    root ./www
+    location /x/ {
+        etag on
+        expires off
+    }
+}
+server other.test default {
+    handler static
+    spa_fallback off
+    cache_control off
+}
+"""
+
+CONFIGS = {
+    "minimal": b"root ./www\n",
+    "every-directive": EVERY_DIRECTIVE,
+    "quotes": b'add_header X-A "a \\"quoted\\" value # not a comment"\nroot "./www"  # comment\n',
+    "crlf": b"root ./www\r\nthreads 2\r\nlocation /a/ {\r\n}\r\n",
+    "braces-glued": b"server a.test{\n    etag off\n}\nlocation /b/{\n}\n",
+    "listen-forms": b"listen 8080\nlisten *:8081\nlisten 0.0.0.0:0\nlisten [::]:8082\n",
+    "status-keywords": b"status_allow none\nstatus_allow all\ncgi_env_pass none\n"
+                       b"test_endpoints off\n",
+    "nested-error": b"server a.test {\n    location /a/ {\n        location /b/ {\n",
+    "unclosed": b"threads 2\nserver a.test {\n    etag off\n",
+    "stray-brace": b"root ./www\n}\n",
+    "unknown": b"root ./www\nworker_processes 4\n",
+    "bad-values": b"threads 0\n",
+    "bad-duration": b"timeout_header 5x\n",
+    "bad-size": b"max_body_size 1t\n",
+    "bad-listen": b"listen ::1:80\n",
+    "tls-no-cert": b"tls_listen 127.0.0.1:0\n",
+    "auth-no-file": b'location /p/ {\n    auth_basic "R"\n}\n',
+    "global-in-block": b"server a.test {\n    threads 2\n}\n",
+    "unterminated": b'add_header X-A "abc\n',
+    "error-page": b"error_page 404 500 502 /e.html\nerror_page 999 /x\n",
+}
+
+
 def main():
+    d = os.path.join(HERE, "corpus", "fuzz_config")
+    os.makedirs(d, exist_ok=True)
+    repo = os.path.dirname(os.path.dirname(HERE))
+    for name in ("lfhttpd.conf", "container.conf"):
+        with open(os.path.join(repo, "conf", name), "rb") as src, \
+                open(os.path.join(d, "shipped-" + name), "wb") as f:
+            f.write(src.read())
+    for name, text in CONFIGS.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(text)
     for harness, prefixes in PREFIXES.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)

@@ -361,7 +361,9 @@ def test_table_full_of_connections_fails_open_and_never_evicts_them(tmpdir):
     """Every entry holds a connection: none may be evicted (its count would be lost), so the
     clients that find no entry are served unlimited, counted and logged once."""
     size, clients = 1024, 1100
-    s = _start(tmpdir, "limit_table_size %d\nlimit_conn_per_ip 1\n" % size)
+    # 127.0.0.1 asks for the counters, on connections of its own that may still be closing
+    # on the server's side when it asks again: it is never limited.
+    s = _start(tmpdir, "limit_table_size %d\nlimit_conn_per_ip 1\nlimit_allow 127.0.0.1\n" % size)
     held = []
     try:
         deadline = time.monotonic() + T(120)
@@ -375,14 +377,14 @@ def test_table_full_of_connections_fails_open_and_never_evicts_them(tmpdir):
         assert st["evictions"] == 0, st
         assert st["entries"] <= size and st["fail_open"] >= clients - size, st
         # the counted ones are still counted: a second connection of the first client is
-        # refused (127.0.0.1 asks for the status: its own entry may have failed open too)
+        # refused
         _refused(s, "127.20.0.1")
         m = _metrics(s)
         assert m["lfhttpd_limit_table_fail_open_total"] >= clients - size, m
         for c in held:
             c.close()
         held = []
-        assert wait_until(lambda: _stats(s)["entries"] <= 1, T(10)), _stats(s)
+        assert wait_until(lambda: _stats(s)["entries"] == 0, T(10)), _stats(s)
     finally:
         for c in held:
             c.close()

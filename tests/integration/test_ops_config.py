@@ -284,6 +284,19 @@ def test_unclosed_block_reports_opening_line(tmpdir):
     assert "location" in line, line
 
 
+def test_mistakes_seen_only_with_the_whole_file_name_their_line(tmpdir):
+    """A directive that needs another one, or a handler refusing its argument: the error
+    still names the line of the directive at fault, not just "lfhttpd:"."""
+    root = _root(tmpdir)
+    _assert_error_at(tmpdir, "root %s\n\ntls_listen 127.0.0.1:0\n" % root, 3, "certificate")
+    _assert_error_at(tmpdir, "root %s\ntls_redirect_http on\n" % root, 2, "TLS listener")
+    _assert_error_at(tmpdir, 'root %s\nlocation /p/ {\n  auth_basic "R"\n}\n' % root, 3,
+                     "auth_basic_user_file")
+    _assert_error_at(tmpdir, "root %s\nlocation /c/ {\n  etag off\n  handler cgi %s/none\n}\n"
+                     % (root, tmpdir), 4, "handler cgi")
+    _assert_error_at(tmpdir, "root %s\nhandler cgi %s\n" % (root, root), 2, "prefix location")
+
+
 def test_stray_closing_brace(tmpdir):
     root = _root(tmpdir)
     _assert_error_at(tmpdir, "root %s\n# x\n}\n" % root, 3, "}")

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static struct in6_addr a6(const char *s)
@@ -65,5 +66,28 @@ int main(void)
        "the default loopback list");
     cidr_list_free(&list);
     ok(!cidr_list_match(&list, &a), "an empty list matches nothing");
+
+    /* netaddr_format writes IPv4 by hand: the same text as inet_ntop, for every octet value */
+    char got[INET6_ADDRSTRLEN], want[INET6_ADDRSTRLEN];
+    int same = 1;
+    for (unsigned v = 0; v < 256; v++) {
+        char text[32];
+        snprintf(text, sizeof(text), "%u.%u.%u.%u", v, 255 - v, v / 10, v % 100);
+        struct in6_addr m = a6(text);
+        size_t n = netaddr_format(&m, got, sizeof(got));
+        inet_ntop(AF_INET, &m.s6_addr[12], want, sizeof(want));
+        if (strcmp(got, want) || n != strlen(want)) {
+            printf("# netaddr_format: '%s' for '%s'\n", got, want);
+            same = 0;
+        }
+    }
+    ok(same, "IPv4 formatted as inet_ntop does, length returned");
+    struct in6_addr z = a6("0.0.0.0"), f = a6("255.255.255.255"), six = a6("2001:db8::1");
+    netaddr_format(&z, got, sizeof(got));
+    is_str(got, "0.0.0.0", "0.0.0.0");
+    netaddr_format(&f, got, sizeof(got));
+    is_str(got, "255.255.255.255", "255.255.255.255");
+    netaddr_format(&six, got, sizeof(got));
+    is_str(got, "2001:db8::1", "IPv6 still by inet_ntop");
     return test_done();
 }
