@@ -158,21 +158,24 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
 
 int site_add_admin(struct site_set *ss)
 {
-    ss->sites = xrealloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
+    struct site *sites = realloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
+    if (!sites)
+        return oom("admin_listen");
+    ss->sites = sites;
     struct site *s = &ss->sites[ss->nsites];
     memset(s, 0, sizeof(*s));
     loc_conf_init(&s->base);
     s->is_admin = true;
+    ss->admin_site = ss->nsites++; /* counted now: site_set_free frees what is set below */
     /* Nothing of the sites reaches it: no authentication, limits, error pages or headers. Its
      * base answers 404 in the exchange (the handler is never called). */
-    s->base.handler = xstrdup("health");
-    s->base.auth_realm = xstrdup("");
+    if (set_str(&s->base.handler, "health") < 0 || set_str(&s->base.auth_realm, "") < 0)
+        return oom("admin_listen");
     s->base.limit_conn = 0;
     s->base.limit_req_burst = 0;
     s->base.nerror_pages = 0;
     s->base.nheaders = 0;
     s->base.compress_dynamic = 0;
-    ss->admin_site = ss->nsites++;
     return 0;
 }
 

@@ -125,7 +125,7 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
 
 /* Add the site of the admin_listen listeners: the built-in locations only (added by
  * site_add_builtins), none of the top level's settings that could refuse a probe or a scrape
- * (authentication, limits, error pages). Returns 0. */
+ * (authentication, limits, error pages). Returns 0, or -1 out of memory (message printed). */
 int site_add_admin(struct site_set *ss);
 
 /* Add the built-in locations to every site that does not define them itself: /healthz
