@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from lib.server import T, Conn, Server, get, req  # noqa: E402
 from lib.procs import write_conf, write_script  # noqa: E402
 from lib.tls import client_ctx, tls_server  # noqa: E402
+from lib.ops import run_lfhttpd  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-z_][a-z0-9_]*)(\{[^}]*\})? (\S+)$')
 LABEL = re.compile(r'([a-z_]+)="([^"]*)"')
@@ -242,3 +243,16 @@ def test_tls_handshakes_and_resumptions(tmpdir):
     assert s[("lfhttpd_tls_handshakes_total", frozenset())] == 2, text
     assert s[("lfhttpd_tls_resumptions_total", frozenset())] == 1, text
     srv.stop()
+
+
+def test_admin_listen_errors_name_file_and_line(tmpdir):
+    root = site(tmpdir)
+    for lines, line, reason in (
+            (["admin_listen nowhere"], 2, "invalid listen address 'nowhere'"),
+            (["admin_listen 127.0.0.1:9090 proxy_protocol"], 2, "admin_listen"),
+            (["server a.test {", "    admin_listen 127.0.0.1:9090", "}"], 3, "admin_listen")):
+        conf = write_conf(os.path.join(tmpdir, "bad.conf"), ["root %s" % root] + lines)
+        rc, _, err = run_lfhttpd(["-t", "--config", conf])
+        assert rc == 2, (lines, rc, err)
+        first = err.strip().splitlines()[0]
+        assert first.startswith("%s:%d: " % (conf, line)) and reason in first, (lines, err)
