@@ -735,7 +735,7 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
         .admin = rc->admin,
         .mx_vhost = rc->admin ? MX_VH_ADMIN : MX_VH_DEFAULT,
         .mx_method = mx_method_slot(req->method),
-        .t0_ns = rc->t0_ns ? rc->t0_ns : mx_now_ns(),
+        .t0_ns = rc->t0_ns ? rc->t0_ns : mx_event_ns(),
     };
     /* A client waiting for 100-continue that gets a final answer may never send the body, so
      * the body's framing is in doubt: close after the response (unless the handler asks for
@@ -770,7 +770,7 @@ static int x_error(struct sink *s, struct worker *w, const struct request_ctx *r
         .keep_alive = false, .tls = rc->tls, .http_minor = 1, .client_addr = rc->peer_addr,
         .peer_addr = rc->peer_addr, .peer_port = rc->peer_port, .admin = rc->admin,
         .mx_vhost = rc->admin ? MX_VH_ADMIN : MX_VH_DEFAULT, .mx_method = MX_NMETHODS - 1,
-        .t0_ns = mx_now_ns(),
+        .t0_ns = mx_event_ns(),
     };
     int rc2 = ex_error(&ex, status);
     log_request(&ex);

@@ -138,6 +138,18 @@ uint64_t mx_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static __thread uint64_t event_ns; /* this pool thread's current batch of events */
+
+void mx_event_begin(void)
+{
+    event_ns = mx_now_ns();
+}
+
+uint64_t mx_event_ns(void)
+{
+    return event_ns ? event_ns : mx_now_ns();
+}
+
 /* One writer per table: a load and a store, no read-modify-write instruction. */
 static inline void bump(_Atomic uint64_t *c, uint64_t by)
 {

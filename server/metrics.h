@@ -69,6 +69,12 @@ uint8_t mx_vhost_slot(const char *name);
 uint8_t mx_method_slot(int method);
 /* Monotonic nanoseconds, the histogram's clock. */
 uint64_t mx_now_ns(void);
+/* An exchange's start without a clock read per request: the pool's dispatch() notes when the
+ * thread got its batch of events (mx_event_begin), and an exchange starts at the event that
+ * completed its head — so its duration includes the wait behind the events before it in the
+ * batch, which its client waited too. Outside the pool: now. */
+void mx_event_begin(void);
+uint64_t mx_event_ns(void);
 
 /* Count one exchange: the one place is log_request() in exchange.c. */
 void mx_count(uint8_t vhost, uint8_t method, int status, uint64_t bytes, uint64_t ns);

@@ -26,6 +26,7 @@ static void set_role(struct worker *w, enum worker_role r)
 static void dispatch(struct worker *w, const struct epoll_event *evs, int n)
 {
     set_role(w, ROLE_PROCESSING);
+    mx_event_begin(); /* the start of the exchanges these events complete (metrics.h) */
     for (int i = 0; i < n; i++) {
         struct event_handler *eh = evs[i].data.ptr;
         eh->ops->handle_event(eh, evs[i].events, w);
