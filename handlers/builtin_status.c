@@ -396,8 +396,8 @@ static void metrics_labelled(struct out *o, const struct mx_totals *t)
             outf(o, "lfhttpd_http_response_bytes_total{vhost=\"%s\"} %llu\n", vh,
                  (unsigned long long)t->bytes[v]);
     }
-    outf(o, "# HELP lfhttpd_http_request_duration_seconds From the request head parsed to "
-            "the end of its response.\n"
+    outf(o, "# HELP lfhttpd_http_request_duration_seconds From the events that completed the "
+            "request head to the end of its response.\n"
             "# TYPE lfhttpd_http_request_duration_seconds histogram\n");
     uint64_t cum = 0;
     for (unsigned b = 0; b < MX_NBUCKETS; b++) {
