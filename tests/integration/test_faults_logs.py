@@ -26,12 +26,15 @@ ERROR_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[(error|warn|notice|
 def _in_namespace(tmpdir, mnt, size):
     """A wrapper that starts the server in a mount namespace of its own, with a tmpfs of
     `size` on the (empty) directory `mnt`: only the server sees the tmpfs, and it goes away
-    with the server."""
+    with the server. The mount namespace is made inside a user namespace of its own (root
+    mapped to the caller), so mounting the tmpfs needs no CAP_SYS_ADMIN: the tests run the
+    same as root on a server, in a container with podman's default capabilities (the
+    quick-start stage), or as another user."""
     os.makedirs(mnt)
     wrapper = os.path.join(tmpdir, "in-namespace")
     with open(wrapper, "w") as f:
         f.write("#!/bin/sh\n"
-                "exec unshare --mount --propagation private sh -c "
+                "exec unshare --user --map-root-user --mount --propagation private sh -c "
                 "'mount -t tmpfs -o size=%s tmpfs %s && exec \"$0\" \"$@\"' %s \"$@\"\n"
                 % (size, mnt, binary()))
     os.chmod(wrapper, 0o755)
