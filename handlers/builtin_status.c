@@ -10,11 +10,14 @@
  * answers at all (also while draining); /readyz 200 once the listeners are up and until a
  * graceful stop is requested, else 503; /healthz 200 "ok", 503 "draining" from the stop
  * request on. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "builtin.h"
 #include "cgi.h"
@@ -22,6 +25,7 @@
 #include "file_cache.h"
 #include "handler.h"
 #include "exchange.h"
+#include "metrics.h"
 #include "netaddr.h"
 #include "runtime.h"
 #include "server.h"
@@ -121,7 +125,8 @@ static int precheck(struct exchange *ex, bool restricted)
     int rc;
     if (!exact_path(ex)) {
         rc = ex_error(ex, 404);
-    } else if (restricted && !cidr_list_match(&ex->rt->cfg.status_allow, &ex->client_addr)) {
+    } else if (restricted && !ex->admin &&
+               !cidr_list_match(&ex->rt->cfg.status_allow, &ex->client_addr)) {
         rc = ex_error(ex, 403);
     } else if (req->method == HTTP_OPTIONS) {
         char head[RESP_HEAD_MAX];
@@ -219,6 +224,8 @@ static int health_handle(void *inst, struct exchange *ex)
 struct out {
     char *buf;
     size_t len, cap;
+    bool grow;            /* buf is malloc'ed: grow it (else: truncate at cap) */
+    bool failed;          /* out of memory while growing */
 };
 
 __attribute__((format(printf, 2, 3))) static void outf(struct out *o, const char *fmt, ...)
@@ -227,6 +234,19 @@ __attribute__((format(printf, 2, 3))) static void outf(struct out *o, const char
     va_start(ap, fmt);
     int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
     va_end(ap);
+    if (n > 0 && (size_t)n >= o->cap - o->len && o->grow && !o->failed) {
+        size_t cap = o->cap * 2 > o->len + (size_t)n + 1 ? o->cap * 2 : o->len + (size_t)n + 1;
+        char *b = realloc(o->buf, cap);
+        if (!b) {
+            o->failed = true;
+        } else {
+            o->buf = b;
+            o->cap = cap;
+            va_start(ap, fmt);
+            n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+            va_end(ap);
+        }
+    }
     if (n > 0)
         o->len = (size_t)n >= o->cap - o->len ? o->cap - 1 : o->len + (size_t)n;
 }
@@ -318,7 +338,7 @@ static int status_handle(void *inst, struct exchange *ex)
     struct server_snapshot s;
     server_snapshot(srv, ex->rt, &s);
     char body[OUT_MAX];
-    struct out o = { body, 0, sizeof(body) };
+    struct out o = { body, 0, sizeof(body), false, false };
     status_json(&o, &s);
     return send_text(ex, 200, "application/json", body, o.len);
 }
@@ -351,6 +371,77 @@ static void metrics_limits(struct out *o, const struct limit_stats *l)
            "Clients let through because the limits table had no free entry.", l->fail_open);
 }
 
+/* The labelled families (server/metrics.h): only the series that counted something. */
+static void metrics_labelled(struct out *o, const struct mx_totals *t)
+{
+    outf(o, "# HELP lfhttpd_http_requests_total Exchanges completed, by status sent, method "
+            "and site (the first name of its server block; default, other, admin).\n"
+            "# TYPE lfhttpd_http_requests_total counter\n");
+    for (unsigned v = 0; v < MX_NVHOSTS; v++) {
+        const char *vh = mx_vhost_name(v);
+        for (unsigned m = 0; vh && m < MX_NMETHODS; m++)
+            for (unsigned c = 0; c < MX_NCODES; c++) {
+                uint64_t n = t->requests[v][m][c];
+                if (n)
+                    outf(o, "lfhttpd_http_requests_total{code=\"%s\",method=\"%s\","
+                            "vhost=\"%s\"} %llu\n",
+                         mx_code_names[c], mx_method_names[m], vh, (unsigned long long)n);
+            }
+    }
+    outf(o, "# HELP lfhttpd_http_response_bytes_total Response body bytes sent, by site.\n"
+            "# TYPE lfhttpd_http_response_bytes_total counter\n");
+    for (unsigned v = 0; v < MX_NVHOSTS; v++) {
+        const char *vh = mx_vhost_name(v);
+        if (vh && t->bytes[v])
+            outf(o, "lfhttpd_http_response_bytes_total{vhost=\"%s\"} %llu\n", vh,
+                 (unsigned long long)t->bytes[v]);
+    }
+    outf(o, "# HELP lfhttpd_http_request_duration_seconds From the events that completed the "
+            "request head to the end of its response.\n"
+            "# TYPE lfhttpd_http_request_duration_seconds histogram\n");
+    uint64_t cum = 0;
+    for (unsigned b = 0; b < MX_NBUCKETS; b++) {
+        cum += t->duration[b];
+        if (b < MX_NBUCKETS - 1)
+            outf(o, "lfhttpd_http_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                 mx_bucket_bounds[b], (unsigned long long)cum);
+        else
+            outf(o, "lfhttpd_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+                 (unsigned long long)cum);
+    }
+    outf(o, "lfhttpd_http_request_duration_seconds_sum %.9f\n"
+            "lfhttpd_http_request_duration_seconds_count %llu\n",
+         (double)t->duration_ns / 1e9, (unsigned long long)cum);
+    metric(o, "lfhttpd_tls_handshakes_total", "counter", "TLS handshakes completed.",
+           t->tls_handshakes);
+    metric(o, "lfhttpd_tls_resumptions_total", "counter",
+           "TLS handshakes that resumed a session (cache or ticket).", t->tls_resumed);
+}
+
+/* The exposition has no fixed size (labelled series): it goes out from a memory file. */
+static int send_exposition(struct exchange *ex, const struct out *o)
+{
+    int fd = memfd_create("lfhttpd-metrics", MFD_CLOEXEC);
+    if (fd < 0)
+        return ex_error(ex, ex_status_for_errno(errno));
+    for (size_t off = 0; off < o->len;) {
+        ssize_t n = write(fd, o->buf + off, o->len - off);
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            return ex_error(ex, ex_status_for_errno(e));
+        }
+        off += (size_t)n;
+    }
+    char head[RESP_HEAD_MAX];
+    struct response r;
+    resp_begin(&r, head, sizeof(head), 200, ex->date);
+    RESP_HEADER_STR(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    resp_add(&r, "Cache-Control: no-store\r\n", 25);
+    builtin_add_location_headers(&r, ex);
+    return ex_send_file(ex, &r, fd, 0, o->len); /* takes fd */
+}
+
 static int metrics_handle(void *inst, struct exchange *ex)
 {
     struct server *srv = inst;
@@ -359,8 +450,16 @@ static int metrics_handle(void *inst, struct exchange *ex)
         return rc < 0 ? rc : 0; /* answered already (OPTIONS, an error), or failed */
     struct server_snapshot s;
     server_snapshot(srv, ex->rt, &s);
-    char body[OUT_MAX];
-    struct out o = { body, 0, sizeof(body) };
+    struct mx_totals *t = malloc(sizeof(*t));
+    struct out o = { malloc(OUT_MAX), 0, OUT_MAX, true, false };
+    if (!t || !o.buf) {
+        free(t);
+        free(o.buf);
+        return ex_error(ex, 503);
+    }
+    mx_sum(t);
+    metrics_labelled(&o, t);
+    free(t);
     metric(&o, "lfhttpd_requests_total", "counter", "Responses sent.", s.core.requests);
     metric(&o, "lfhttpd_bytes_sent_total", "counter", "Bytes written to clients.", s.core.bytes_out);
     metric(&o, "lfhttpd_connections_accepted_total", "counter", "Connections accepted.",
@@ -432,7 +531,9 @@ static int metrics_handle(void *inst, struct exchange *ex)
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
            (unsigned long long)s.core.uptime);
     metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.core.draining);
-    return send_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8", body, o.len);
+    rc = o.failed ? ex_error(ex, 503) : send_exposition(ex, &o);
+    free(o.buf);
+    return rc;
 }
 
 const struct handler_ops health_handler = {

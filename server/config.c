@@ -85,8 +85,8 @@ static void drop_listeners(struct config *cfg, bool tls)
 {
     unsigned n = 0;
     for (unsigned i = 0; i < cfg->nlisten; i++)
-        if (cfg->listen[i].tls != tls)
-            cfg->listen[n++] = cfg->listen[i];
+        if (cfg->listen[i].tls != tls || cfg->listen[i].admin)
+            cfg->listen[n++] = cfg->listen[i]; /* --listen never replaces admin_listen */
     cfg->nlisten = n;
 }
 
@@ -539,13 +539,22 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         if (directive_apply(d, &x, &root, 1) < 0)
             return CONFIG_ERROR;
     }
+    unsigned nadmin = 0;
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        nadmin += cfg->listen[i].admin;
+    if (nadmin && site_add_admin(&cfg->sites) < 0)
+        return CONFIG_ERROR;
     if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0 || cli_certificates(cfg, cl) < 0)
         return CONFIG_ERROR;
     if (site_set_finish(&cfg->sites) < 0 || site_set_check(&cfg->sites) < 0)
         return CONFIG_ERROR;
-    if (cfg->nlisten == 0) {
-        config_parse_listen("0.0.0.0:8080", &cfg->listen[0]);
-        cfg->nlisten = 1;
+    if (cfg->nlisten == nadmin) { /* admin_listen alone does not replace the default listener */
+        if (cfg->nlisten == CONFIG_MAX_LISTEN) {
+            fprintf(stderr, "lfhttpd: too many listeners (at most %d)\n", CONFIG_MAX_LISTEN);
+            return CONFIG_ERROR;
+        }
+        config_parse_listen("0.0.0.0:8080", &cfg->listen[cfg->nlisten]);
+        cfg->nlisten++;
     }
     bool tls = config_has_tls(cfg);
     if (tls && cfg->ncerts == 0) {

@@ -25,6 +25,7 @@ struct listen_addr {
     char text[80];          /* as given, for messages */
     bool proxy_protocol;    /* connections start with a PROXY protocol header */
     bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
+    bool admin;             /* admin_listen: the built-ins only (health, status, metrics) */
     unsigned line;          /* line in config_file it came from; 0: the command line */
     char fdname[64];        /* `systemd:NAME`: the sockets systemd passed under that name
                                (systemd.h); ss is then unset */

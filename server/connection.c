@@ -1039,6 +1039,7 @@ static struct request_ctx request_ctx_of(struct conn *c, const struct http_reque
         .peer_port = c->peer_port, .tls = c->ssl != NULL, .body_follows = body_follows,
         .https_port = atomic_load_explicit(&conn_srv(c)->https_port, memory_order_relaxed),
         .closing = draining(c) || c->close_after, .limit_at_request = c->limit_at_request,
+        .admin = c->listener->addr.admin,
     };
 }
 

@@ -262,7 +262,8 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
 
 /* ---- process-wide appliers --------------------------------------------------------------------- */
 
-/* listen ADDR:PORT [proxy_protocol], tls_listen ADDR:PORT [proxy_protocol] */
+/* listen ADDR:PORT [proxy_protocol], tls_listen ADDR:PORT [proxy_protocol], admin_listen
+ * ADDR:PORT */
 static int d_listen(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     struct config *cfg = x->cfg;
@@ -289,6 +290,7 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
         la->proxy_protocol = true;
     }
     la->tls = !strcmp(d->name, "tls_listen");
+    la->admin = !strcmp(d->name, "admin_listen");
     la->line = x->line;
     cfg->nlisten++;
     return 0;
@@ -745,6 +747,7 @@ static int d_limit_req(const struct directive *d, const struct dir_ctx *x, char 
 const struct directive directive_table[] = {
     /* process-wide: listeners, threads, logs */
     { "listen", IN_TOP, 1, 2, "ADDR:PORT [proxy_protocol]", d_listen, 0, 0, 0, 0, 0 },
+    { "admin_listen", IN_TOP, 1, 1, "ADDR:PORT", d_listen, 0, 0, 0, 0, 0 },
     { "threads", IN_TOP, ONE, d_auto, NUM(TOP(threads), F_UNSIGNED, U_COUNT, 1, 1024) },
     { "leader_batch", IN_TOP, ONE, d_number, NUM(TOP(batch), F_INT, U_COUNT, 1, 64) },
     { "concurrency", IN_TOP, ONE, d_concurrency, 0, 0, 0, 0, 0 },

@@ -22,6 +22,7 @@
 #include "client_limits.h"
 #include "handler.h"
 #include "http_date.h"
+#include "metrics.h"
 #include "netaddr.h"
 #include "path.h"
 #include "runtime.h"
@@ -83,9 +84,11 @@ static void note_response(struct exchange *ex, int status)
     atomic_fetch_add_explicit(&ex->w->stats.requests, 1, memory_order_relaxed);
 }
 
-/* The access log line of an exchange, when the log is on. */
+/* An exchange is over: count it (metrics.h; the one place, for immediate and deferred
+ * exchanges alike), and write its access log line when the log is on. */
 static void log_request(const struct exchange *ex)
 {
+    mx_count(ex->mx_vhost, ex->mx_method, ex->status, ex->body_bytes, mx_now_ns() - ex->t0_ns);
     if (ex->rt->access_fd < 0)
         return;
     struct access_entry e = { ex->req, &ex->client_addr, ex->remote_user, ex->status,
@@ -519,8 +522,11 @@ int ex_stream_end(struct exchange *ex)
 static void log_exchange(struct ex_deferred *xd, int status)
 {
     struct exchange *ex = &xd->ex;
-    if (ex->rt->access_fd < 0)
+    if (ex->rt->access_fd < 0) {
+        ex->status = status;
+        log_request(ex); /* counts it */
         return;
+    }
     struct http_request req;
     HTTP_REQUEST_CLEAR(&req);
     req.method_name = xd->method;
@@ -658,9 +664,11 @@ static int dispatch(struct exchange *ex, const struct request_ctx *rc,
                     uint32_t held[LIMIT_REQ_SLOTS])
 {
     const struct http_request *req = ex->req;
-    const struct site *site = site_select(&ex->rt->cfg.sites, req->host);
+    const struct site_set *ss = &ex->rt->cfg.sites;
+    const struct site *site = ex->admin ? &ss->sites[ss->admin_site] : site_select(ss, req->host);
+    ex->mx_vhost = site->mx_slot;
     int rc2;
-    if (!rc->tls && ex->rt->cfg.tls_redirect_http) {
+    if (!rc->tls && ex->rt->cfg.tls_redirect_http && !ex->admin) {
         if ((rc2 = check_limits(ex, &site->base, rc, held)) != 0)
             return rc2 < 0 ? rc2 : 0;
         return redirect_to_https(ex, rc->https_port);
@@ -683,6 +691,8 @@ static int dispatch(struct exchange *ex, const struct request_ctx *rc,
         return ex_error(ex, rc2 == -ENAMETOOLONG ? 414 : 400);
     const struct loc_conf *lc = site_location(site, (struct strview){ ex->path, ex->path_len });
     ex->loc = lc;
+    if (ex->admin && lc == &site->base)
+        return ex_error(ex, 404); /* the admin port answers the built-ins only */
     if ((rc2 = check_limits(ex, lc, rc, held)) != 0)
         return rc2 < 0 ? rc2 : 0;
     if (lc->auth_users &&
@@ -722,6 +732,10 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
         .redirects = redirects,
         .peer_addr = rc->peer_addr,
         .peer_port = rc->peer_port,
+        .admin = rc->admin,
+        .mx_vhost = rc->admin ? MX_VH_ADMIN : MX_VH_DEFAULT,
+        .mx_method = mx_method_slot(req->method),
+        .t0_ns = rc->t0_ns ? rc->t0_ns : mx_event_ns(),
     };
     /* A client waiting for 100-continue that gets a final answer may never send the body, so
      * the body's framing is in doubt: close after the response (unless the handler asks for
@@ -754,7 +768,9 @@ static int x_error(struct sink *s, struct worker *w, const struct request_ctx *r
     struct exchange ex = {
         .sink = s, .w = w, .srv = rc->srv, .rt = rc->rt, .date = thread_date(w),
         .keep_alive = false, .tls = rc->tls, .http_minor = 1, .client_addr = rc->peer_addr,
-        .peer_addr = rc->peer_addr, .peer_port = rc->peer_port,
+        .peer_addr = rc->peer_addr, .peer_port = rc->peer_port, .admin = rc->admin,
+        .mx_vhost = rc->admin ? MX_VH_ADMIN : MX_VH_DEFAULT, .mx_method = MX_NMETHODS - 1,
+        .t0_ns = mx_event_ns(),
     };
     int rc2 = ex_error(&ex, status);
     log_request(&ex);
@@ -849,6 +865,7 @@ static int x_end(struct sink_deferral *d, struct worker *w, struct served *next)
     struct request_ctx rc = {
         .srv = ex->srv, .rt = ex->rt, .req = &req, .peer_addr = ex->peer_addr,
         .peer_port = ex->peer_port, .tls = ex->tls, .closing = d->close,
+        .admin = ex->admin, .t0_ns = ex->t0_ns, /* one exchange for the metrics: from the first head */
     };
     int rc2 = serve(ex->sink, w, &rc, (uint8_t)(ex->redirects + 1), next);
     if (!next->deferred)

@@ -68,6 +68,11 @@ struct exchange {
     char user_buf[64];
     void *state;            /* a deferred exchange's handler state (ex_defer) */
     struct ex_deferred *xd; /* the core's: the deferred exchange (NULL until ex_defer) */
+    bool admin;             /* it came to an admin_listen listener (the built-ins answer it
+                             * for anyone: status_allow does not apply) */
+    uint8_t mx_vhost;       /* the core's: its metrics labels (metrics.h) */
+    uint8_t mx_method;
+    uint64_t t0_ns;         /* the core's: when its head had been parsed (mx_now_ns) */
     size_t path_len;
     char *path;             /* the decoded, normalised request path (NUL-terminated), in a
                              * buffer of EX_PATH_MAX bytes on the processing thread's stack

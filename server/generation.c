@@ -11,6 +11,7 @@
 #include "auth_basic.h"
 #include "client_limits.h"
 #include "handler.h"
+#include "metrics.h"
 #include "runtime.h"
 #include "server.h"
 #include "site.h"
@@ -124,6 +125,10 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     struct site_set *ss = &rt->cfg.sites;
     for (unsigned i = 0; i < ss->nsites; i++) {
         struct site *s = &ss->sites[i];
+        /* Its `vhost` label: names are interned for the process, so a reload keeps them. */
+        s->mx_slot = s->is_admin ? MX_VH_ADMIN
+                     : i == 0 || s->nnames == 0 || rt->cfg.test_only ? MX_VH_DEFAULT
+                     : mx_vhost_slot(s->names[0]);
         if (init_location(srv, rt, &s->base) < 0)
             goto fail;
         for (unsigned j = 0; j < s->nlocs; j++)

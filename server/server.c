@@ -303,7 +303,7 @@ static bool same_listener(const struct listen_addr *a, const struct listen_addr 
 {
     return a->sslen == b->sslen && !memcmp(&a->ss, &b->ss, a->sslen) &&
            !strcmp(a->fdname, b->fdname) && a->proxy_protocol == b->proxy_protocol &&
-           a->tls == b->tls;
+           a->tls == b->tls && a->admin == b->admin;
 }
 
 /* Listeners for `la` from the sockets systemd passed (every one it names or whose address it

@@ -128,6 +128,8 @@ struct request_ctx {
     bool closing;                    /* the connection closes after this response (draining) */
     bool limit_at_request;           /* the peer is a trusted proxy: its clients' connections
                                       * are counted per request (client_limits.h) */
+    bool admin;                      /* from an admin_listen listener: the built-ins only */
+    uint64_t t0_ns;                  /* the exchange's start (metrics.h); 0: now */
 };
 
 /* What came of a request (exchange_layer.request). */

@@ -156,6 +156,29 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
     return s;
 }
 
+int site_add_admin(struct site_set *ss)
+{
+    struct site *sites = realloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
+    if (!sites)
+        return oom("admin_listen");
+    ss->sites = sites;
+    struct site *s = &ss->sites[ss->nsites];
+    memset(s, 0, sizeof(*s));
+    loc_conf_init(&s->base);
+    s->is_admin = true;
+    ss->admin_site = ss->nsites++; /* counted now: site_set_free frees what is set below */
+    /* Nothing of the sites reaches it: no authentication, limits, error pages or headers. Its
+     * base answers 404 in the exchange (the handler is never called). */
+    if (set_str(&s->base.handler, "health") < 0 || set_str(&s->base.auth_realm, "") < 0)
+        return oom("admin_listen");
+    s->base.limit_conn = 0;
+    s->base.limit_req_burst = 0;
+    s->base.nerror_pages = 0;
+    s->base.nheaders = 0;
+    s->base.compress_dynamic = 0;
+    return 0;
+}
+
 struct loc_conf *site_add_location(struct site *s, const char *where, const char *match)
 {
     bool ext = match[0] == '*' && match[1] == '.' && match[2] && !strchr(match + 1, '/');
@@ -200,8 +223,8 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
         struct site *s = &ss->sites[i];
         for (size_t b = 0; b < sizeof(builtins) / sizeof(builtins[0]); b++) {
             const char *prefix = builtins[b][0] ? builtins[b][0] : test_prefix;
-            if (!prefix || !prefix[0])
-                continue;
+            if (!prefix || !prefix[0] || (s->is_admin && !builtins[b][0]))
+                continue; /* the admin site: health, status and metrics only */
             bool defined = false;
             for (unsigned j = 0; j < s->nlocs; j++)
                 defined |= s->locs[j].prefix && !strcmp(s->locs[j].prefix, prefix);

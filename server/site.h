@@ -97,6 +97,8 @@ struct site {
     char **names;             /* lower-case; "*.example.com" wildcards */
     unsigned nnames;
     bool is_default;
+    bool is_admin;            /* admin_listen's: the built-ins only, never chosen by Host */
+    uint8_t mx_slot;          /* its `vhost` label (metrics.h), set when a generation is built */
     struct loc_conf base;
     struct loc_conf *locs;
     unsigned nlocs;
@@ -106,6 +108,7 @@ struct site_set {
     struct site *sites;       /* sites[0]: the top level */
     unsigned nsites;
     unsigned default_site;
+    unsigned admin_site;      /* 0: none (admin_listen not used) */
 };
 
 /* Start a set with the top-level site. Returns 0 or -ENOMEM. */
@@ -119,6 +122,11 @@ void loc_conf_init(struct loc_conf *lc);
  * (after printing "WHERE: reason"). */
 struct site *site_add_server(struct site_set *ss, const char *where, char **names, int nnames);
 struct loc_conf *site_add_location(struct site *s, const char *where, const char *match);
+
+/* Add the site of the admin_listen listeners: the built-in locations only (added by
+ * site_add_builtins), none of the top level's settings that could refuse a probe or a scrape
+ * (authentication, limits, error pages). Returns 0, or -1 out of memory (message printed). */
+int site_add_admin(struct site_set *ss);
 
 /* Add the built-in locations to every site that does not define them itself: /healthz
  * (handler health), /livez (health live), /readyz (health ready), /server-status (status),

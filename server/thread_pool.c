@@ -10,6 +10,7 @@
 #include "event_handler.h"
 #include "handle_set.h"
 #include "log.h"
+#include "metrics.h"
 
 #define TP_MAX_BATCH 64
 #define QUEUE_CAP 1024   /* half-sync-half-async: events queued before the reactor waits */
@@ -25,6 +26,7 @@ static void set_role(struct worker *w, enum worker_role r)
 static void dispatch(struct worker *w, const struct epoll_event *evs, int n)
 {
     set_role(w, ROLE_PROCESSING);
+    mx_event_begin(); /* the start of the exchanges these events complete (metrics.h) */
     for (int i = 0; i < n; i++) {
         struct event_handler *eh = evs[i].data.ptr;
         eh->ops->handle_event(eh, evs[i].events, w);
@@ -70,6 +72,8 @@ static void promote_new_leader(struct worker *w)
 static void *lf_loop(void *arg)
 {
     struct worker *w = arg;
+    if (mx_thread_attach() < 0)
+        log_warn("metrics: no table for thread %u: counted in the shared one", w->index);
     struct thread_pool *tp = w->pool;
     struct epoll_event evs[TP_MAX_BATCH];
 
@@ -93,6 +97,8 @@ static void *lf_loop(void *arg)
 static void *reactor_loop(void *arg)
 {
     struct worker *w = arg;
+    if (mx_thread_attach() < 0)
+        log_warn("metrics: no table for thread %u: counted in the shared one", w->index);
     struct thread_pool *tp = w->pool;
     struct event_queue *q = &tp->q;
     struct epoll_event evs[TP_MAX_BATCH];
@@ -127,6 +133,8 @@ static void *reactor_loop(void *arg)
 static void *queue_worker_loop(void *arg)
 {
     struct worker *w = arg;
+    if (mx_thread_attach() < 0)
+        log_warn("metrics: no table for thread %u: counted in the shared one", w->index);
     struct thread_pool *tp = w->pool;
     struct event_queue *q = &tp->q;
 
@@ -278,6 +286,7 @@ void tp_destroy(struct thread_pool *tp)
     }
     free(tp->groups);
     free(tp->workers);
+    mx_free_all(); /* every thread has left */
     tp->groups = NULL;
     tp->workers = NULL;
 }

@@ -34,6 +34,7 @@
 
 #include "connection.h"
 #include "log.h"
+#include "metrics.h"
 #include "tls.h"
 #include "transport.h"
 
@@ -104,6 +105,7 @@ static ssize_t tls_read(struct conn *c, void *buf, size_t len)
         if (r != 1)
             return tls_fail(c, r, "handshake");
         c->tp_flags &= (uint8_t)~TP_HANDSHAKING;
+        mx_count_tls(SSL_session_reused(c->ssl) == 1);
     }
     /* The error queue is clear from here on: a successful SSL_read_ex or one that wants the
      * network adds nothing to it, and tls_fail() clears what a failure added. (Each clear costs

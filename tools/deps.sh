@@ -29,9 +29,11 @@ for set in "$@"; do
     # python3-brotli, python3-zstandard: the decoders of the compression tests (test_compress.py);
     # systemd: systemd-socket-activate and systemd-analyze (test_systemd.py, test_install.py);
     # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv;
-    # strace: the system calls the server makes, against the unit's SystemCallFilter.
+    # strace: the system calls the server makes, against the unit's SystemCallFilter;
+    # prometheus: promtool checks the /metrics exposition (test_metrics.py).
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
-                python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace" ;;
+                python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace
+                prometheus" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
                    systemd" ;;

@@ -336,9 +336,16 @@ for i in $(seq 0 $((REPLICAS - 1))); do
         [ "$ready" = 200 ] && break
         sleep 0.1
     done
-    # what a kubelet's httpGet probes ask, from outside the container
+    # what a kubelet's httpGet probes ask, from outside the container (the manifest's probes
+    # and scrape annotations name the admin port, 9090)
     live=$(curl -s -o /dev/null -w '%{http_code}' "http://${IP[$i]}:8080/livez")
     check "pod $i (${IP[$i]}): /readyz $ready, /livez $live" test "$ready $live" = "200 200"
+    admin=$(for p in livez readyz metrics; do
+        printf '%s=%s ' $p "$(curl -s -o "$TMP/admin.$p.$i" -w '%{http_code}' "http://${IP[$i]}:9090/$p")"; done)
+    pub=$(curl -s -o /dev/null -w '%{http_code}' "http://${IP[$i]}:8080/metrics")
+    check "pod $i: admin port ($admin), /metrics on 8080 closed by status_allow none ($pub)" \
+        bash -c '[ "$1" = "livez=200 readyz=200 metrics=200 " ] && [ "$2" = 403 ] &&
+                 grep -q "^lfhttpd_http_requests_total{" "$3"' _ "$admin" "$pub" "$TMP/admin.metrics.$i"
     code=$(curl -s -D "$TMP/head.$i" -o "$TMP/index.$i" -w '%{http_code}' "http://${IP[$i]}:8080/")
     check "pod $i serves the site: GET / $code, byte-identical to www/index.html" \
         bash -c '[ "$1" = 200 ] && cmp -s "$2" www/index.html' _ "$code" "$TMP/index.$i"
@@ -361,7 +368,8 @@ check "validators equal across replicas (${etags%|})" \
 # above ask /livez from outside, as a kubelet does); readinessProbe is not used at all.
 hc=$(podman inspect --format '{{json .Config.Healthcheck.Test}}' "$(ctr 0)")
 note "podman's health check from the livenessProbe: $hc"
-check "podman took the livenessProbe's path (/livez)" bash -c '[[ "$1" == *"/livez"* ]]' _ "$hc"
+check "podman took the livenessProbe's path and port (/livez on 9090)" \
+    bash -c '[[ "$1" == *"/livez"* && "$1" == *9090* ]]' _ "$hc"
 
 # A ConfigMap update, the kubelet's way: a new timestamped directory and the ..data swap in
 # the volume every pod mounts. Podman cannot update a ConfigMap in place (kube play --replace

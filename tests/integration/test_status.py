@@ -33,15 +33,18 @@ def metrics_of(text):
     for line in text.splitlines():
         if line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ", 3)
-            assert kind in ("counter", "gauge"), line
+            assert kind in ("counter", "gauge", "histogram"), line
             typed.add(name)
+            if kind == "histogram":
+                typed.update(name + s for s in ("_bucket", "_sum", "_count"))
             continue
         if line.startswith("# HELP ") or not line:
             continue
-        m = re.match(r'^([a-z_][a-z0-9_]*)(\{[a-z_]+="[a-z_-]+"\})? ([0-9]+)$', line)
+        m = re.match(r'^([a-z_][a-z0-9_]*)(\{[a-z_]+="[^"]*"(?:,[a-z_]+="[^"]*")*\})? '
+                     r'([0-9]+(?:\.[0-9]+)?)$', line)
         assert m, "not a sample line: %r" % line
         assert m.group(1) in typed, "sample before its TYPE: %r" % line
-        samples[(m.group(1), m.group(2) or "")] = int(m.group(3))
+        samples[(m.group(1), m.group(2) or "")] = float(m.group(3))
     return samples
 
 
