@@ -14,6 +14,7 @@
 #ifndef LFHTTPD_TEST_H
 #define LFHTTPD_TEST_H
 
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -138,6 +139,21 @@ static int test_done(void)
         printf("# failed %d of %d tests\n", test_failed, test_count);
     fflush(stdout);
     return test_failed ? 1 : 0;
+}
+
+/* An address as the server keys it: IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d), or IPv6. */
+static inline struct in6_addr test_addr(const char *s)
+{
+    struct in6_addr a;
+    memset(&a, 0, sizeof(a));
+    struct in_addr v4;
+    if (inet_pton(AF_INET, s, &v4) == 1) {
+        a.s6_addr[10] = a.s6_addr[11] = 0xff;
+        memcpy(&a.s6_addr[12], &v4, 4);
+    } else {
+        inet_pton(AF_INET6, s, &a);
+    }
+    return a;
 }
 
 #define done_testing() test_done()

@@ -10,16 +10,7 @@
 
 static struct in6_addr a6(const char *s)
 {
-    struct in6_addr a;
-    memset(&a, 0, sizeof(a));
-    struct in_addr v4;
-    if (inet_pton(AF_INET, s, &v4) == 1) {
-        a.s6_addr[10] = a.s6_addr[11] = 0xff;
-        memcpy(&a.s6_addr[12], &v4, 4);
-    } else {
-        inet_pton(AF_INET6, s, &a);
-    }
-    return a;
+    return test_addr(s);
 }
 
 static bool in(const char *cidr, const char *addr)
