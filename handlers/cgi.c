@@ -409,10 +409,20 @@ static int header_bytes(struct cgi_job *job, size_t n)
     return rc < 0 ? rc : flush_pending_body(job);
 }
 
+static int job_begin(struct cgi_job *job, struct exchange *ex);
+
 static int on_stdout(struct exchange *ex, struct ex_watch *w, uint32_t events)
 {
     struct cgi_job *job = ex->state;
     (void)events;
+    if (!job->begun) {
+        /* The script's output may be seen before writable(): the body is asked for (and a
+         * 100 Continue sent) first, never inside a response already begun. (Its stdout is
+         * watched only when the spawn succeeded.) */
+        int rc = job_begin(job, ex);
+        if (rc < 0)
+            return rc;
+    }
     char buf[CGI_READ];
     char *dst = buf;
     size_t want = sizeof(buf);
@@ -998,19 +1008,26 @@ static int cgi_body(void *inst, struct exchange *ex, const char *data, size_t le
 }
 
 /* Back from the spawner, drained output, or a yield. */
+/* The first step back on the pool after a successful spawn: a body the script reads is asked
+ * for. */
+static int job_begin(struct cgi_job *job, struct exchange *ex)
+{
+    job->begun = true;
+    return job->body_to_stdin ? ex_want_body(ex, true) : 0;
+}
+
 static int cgi_writable(void *inst, struct exchange *ex)
 {
     (void)inst;
     struct cgi_job *job = ex->state;
     if (!job->begun) {
-        job->begun = true;
-        if (job->spawn_status)
+        if (job->spawn_status) {
+            job->begun = true;
             return job_error(job, job->spawn_status, "the script could not be started");
-        if (job->body_to_stdin) {
-            int rc = ex_want_body(ex, true);
-            if (rc < 0)
-                return rc;
         }
+        int rc = job_begin(job, ex);
+        if (rc < 0)
+            return rc;
     }
     if (job->stdout_paused && !ex_blocked(ex)) {
         job->stdout_paused = false;
