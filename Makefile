@@ -184,8 +184,9 @@ RUN_LISTEN ?= 127.0.0.1:8080
 run: all
 	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen $(RUN_LISTEN)
 
-# CONCURRENCY=half-sync-half-async|reuseport runs the suite under that strategy; TESTS=NAME
-# only the tests whose name (unit/test_x, or test_file.py::test_name) contains NAME.
+# CONCURRENCY=half-sync-half-async|reuseport|leader-followers-edge runs the suite under that
+# strategy; TESTS=NAME only the tests whose name (unit/test_x, or test_file.py::test_name)
+# contains NAME.
 # With TESTS, only the unit tests it selects are built (run.py names them unit/test_x).
 TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(findstring $(TESTS),unit/$(notdir $(b))),$(b))),$(UNIT_BINS))
 test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so

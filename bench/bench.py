@@ -17,7 +17,8 @@ Phases (BENCH_PHASES, default all, in this order):
   idle        user-space memory per idle keep-alive connection: RSS growth of the server's
               processes with BENCH_IDLE_CONNS connections that each made one request.
   strategies  lfhttpd alone, one instance per concurrency strategy (BENCH_STRATEGIES, default
-              leader-followers, half-sync-half-async, reuseport; same thread count), interleaved
+              leader-followers, half-sync-half-async, reuseport, leader-followers-edge; same
+              thread count), interleaved
               over rounds, under four loads (BENCH_STRATEGY_LOADS): short handlers (1 KiB file),
               long handlers (a CGI script that sleeps BENCH_CGI_MS), skewed (4 busy connections
               among BENCH_SKEW_IDLE idle keep-alive ones) and mixed (4 connections on the 1 KiB
@@ -76,7 +77,8 @@ PHASES = [p for p in os.environ.get("BENCH_PHASES", "throughput,strace,callgrind
           .split(",") if p]
 # the strategies phase (issue 8): lfhttpd's concurrency strategies side by side
 STRATEGIES = [s.strip() for s in os.environ.get(
-    "BENCH_STRATEGIES", "leader-followers,half-sync-half-async,reuseport").split(",") if s.strip()]
+    "BENCH_STRATEGIES", "leader-followers,half-sync-half-async,reuseport,leader-followers-edge")
+    .split(",") if s.strip()]
 STRATEGY_LOADS = [s.strip() for s in os.environ.get(
     "BENCH_STRATEGY_LOADS", "short,long,skewed,mixed").split(",") if s.strip()]
 STRATEGY_ROUNDS = env_int("BENCH_STRATEGY_ROUNDS", ROUNDS)
@@ -934,7 +936,8 @@ def idle_run(name, count):
 
 # ---- strategies: lfhttpd's concurrency strategies side by side (issue 8) ------------------------
 
-STRATEGY_SHORT = {"leader-followers": "lf", "half-sync-half-async": "hsha", "reuseport": "reuseport"}
+STRATEGY_SHORT = {"leader-followers": "lf", "half-sync-half-async": "hsha", "reuseport": "reuseport",
+                  "leader-followers-edge": "lf-edge"}
 # load key -> title; the wrk parameters are in strategy_run()
 STRATEGY_LOAD_TITLES = {
     "short": "short handlers: 1 KiB file, keep-alive, 64 connections",

@@ -96,6 +96,12 @@ int acceptor_adopt(struct server *srv, struct listener *l, int fd)
     return 0;
 }
 
+void acceptor_tune(struct listener *l)
+{
+    int one = 1; /* a socket that is not TCP refuses it: nothing to do then */
+    setsockopt(l->eh.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 int acceptor_start(struct listener *l)
 {
     return hs_add(l->hs, &l->eh, EPOLLIN);
@@ -108,27 +114,34 @@ void acceptor_resume(struct listener *l)
         atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed))
         return;
     int expected = 1;
-    if (atomic_compare_exchange_strong(&l->paused, &expected, 0))
-        hs_rearm(l->hs, &l->eh, EPOLLIN);
+    if (!atomic_compare_exchange_strong(&l->paused, &expected, 0))
+        return;
+    /* Edge mode: the backlog may hold connections that brought their edge while paused. */
+    hs_more(l->hs, &l->eh, EPOLLIN);
+    if (hs_rearm(l->hs, &l->eh, EPOLLIN) == HS_KEPT)
+        atomic_store(&l->paused, 1); /* off the pool: the timer's tick resumes it */
 }
 
-static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+/* Accept up to ACCEPT_BATCH connections; the first is held for this thread to serve (*held),
+ * the others go to the handle set. Returns whether the listener is to be re-armed. */
+static bool accept_batch(struct listener *l, struct worker *w, struct conn **held)
 {
-    struct listener *l = (struct listener *)eh;
     struct server *srv = l->srv;
-    (void)events;
-    for (int i = 0; i < ACCEPT_BATCH; i++) {
+    if (atomic_load_explicit(&l->closed, memory_order_relaxed))
+        return false; /* removed by a reload (edge mode: an event from before): leave it */
+    int i;
+    for (i = 0; i < ACCEPT_BATCH; i++) {
         if (atomic_load_explicit(&srv->draining, memory_order_acquire))
-            return; /* stop accepting: leave the listener disarmed */
+            return false; /* stop accepting: leave the listener disarmed */
         if (atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed)) {
             /* At the limit: pause; the next connection to close re-arms us. */
             atomic_store(&l->paused, 1);
             acceptor_resume(l); /* in case every connection closed meanwhile */
-            return;
+            return false;
         }
         struct sockaddr_storage peer;
         socklen_t plen = sizeof(peer);
-        int fd = accept4(eh->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(l->eh.fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             int err = errno;
             if (err == EAGAIN)
@@ -143,25 +156,42 @@ static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct 
                     log_error("accept on %s: %s; pausing accepts until resources free up",
                               l->url, strerror(err));
                 atomic_store(&l->paused, 1);
-                return;
+                return false;
             }
             log_error("accept on %s: %s", l->url, strerror(err));
             break;
         }
         atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
-        if (conn_create(srv, l, fd, &peer, w) == -ENOMEM) {
+        if (conn_create(srv, l, fd, &peer, w, *held ? NULL : held) == -ENOMEM) {
             /* No memory for the connection (it got a 503 if it could): a shortage like one of
              * descriptors, retried on the timer tick. */
             if (!atomic_exchange_explicit(&shortage_logged, true, memory_order_relaxed))
                 log_error("accept on %s: out of memory for a new connection; pausing accepts "
                           "until memory frees up", l->url);
             atomic_store(&l->paused, 1);
-            return;
+            return false;
         }
         if (atomic_load_explicit(&shortage_logged, memory_order_relaxed) &&
             atomic_exchange_explicit(&shortage_logged, false, memory_order_relaxed))
             log_notice("accepting on %s again", l->url);
     }
-    hs_rearm(l->hs, &l->eh, EPOLLIN);
+    if (i == ACCEPT_BATCH)
+        hs_more(l->hs, &l->eh, EPOLLIN); /* edge mode: stopped before EAGAIN */
+    return true;
+}
+
+/* Accept, give the listener back (the leader takes the next connections), then serve the
+ * first one accepted here: its request or TLS hello is usually in already, and serving it on
+ * the accepting thread saves the hand-off to another thread and an epoll round trip (nginx
+ * does the same after a deferred accept). */
+static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+{
+    struct listener *l = (struct listener *)eh;
+    struct conn *held = NULL;
+    (void)events;
+    if (accept_batch(l, w, &held))
+        hs_rearm(l->hs, &l->eh, EPOLLIN);
+    if (held)
+        conn_serve_held(held, w);
 }

@@ -24,6 +24,9 @@ int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
 int acceptor_adopt(struct server *srv, struct listener *l, int fd);
 /* Register a listener in the handle set. Returns 0 or -errno. */
 int acceptor_start(struct listener *l);
+/* Set what accepted sockets inherit from the listener (TCP_NODELAY), so that accepting costs
+ * no call per connection. */
+void acceptor_tune(struct listener *l);
 /* Re-arm a paused listener if accepting may resume (not draining, below the limit). */
 void acceptor_resume(struct listener *l);
 

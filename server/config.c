@@ -58,6 +58,7 @@ static int config_defaults(struct config *cfg)
     cfg->drain_timeout = 30000;
     cfg->access_log_buffer = 0; /* every line written at once: nothing lost on a crash */
     cfg->access_log_flush = 1000;
+    cfg->tcp_notsent_lowat = 256 * 1024; /* docs/PERFORMANCE.md, "Large files" */
     cfg->cgi_timeout = 30000;
     cfg->cgi_max = 64;
     cfg->compress_dynamic_max = 64;
@@ -391,8 +392,9 @@ static void usage(FILE *out)
             "                          default 0.0.0.0:8080)\n"
             "  -r, --root DIR          document root (default ./www); also the ROOT argument\n"
             "  -t, --threads N         pool threads (default: one per CPU)\n"
-            "      --concurrency MODEL leader-followers (default), half-sync-half-async or\n"
-            "                          reuseport: how the threads share the work\n"
+            "      --concurrency MODEL leader-followers (default), half-sync-half-async,\n"
+            "                          reuseport or leader-followers-edge: how the threads\n"
+            "                          share the work\n"
             "  -c, --config FILE       read the configuration file FILE\n"
             "  -u, --user USER[:GROUP] when started as root, run as USER (default nobody)\n"
             "      --tls-listen ADDR:PORT  HTTPS listener (repeatable; needs a certificate)\n"

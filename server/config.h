@@ -58,6 +58,8 @@ struct config {
     int access_log_format;      /* enum access_log_format */
     size_t access_log_buffer;   /* bytes of lines each thread gathers; 0: one write per line */
     unsigned access_log_flush;  /* ms a buffered line may wait for its write */
+    size_t tcp_notsent_lowat;   /* unsent bytes a socket holds before it stops taking more;
+                                   0: the kernel's setting (net.ipv4.tcp_notsent_lowat) */
 
     /* Limits (nginx-like defaults). */
     size_t max_head_size;   /* request line + headers, bytes -> 431 */

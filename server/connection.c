@@ -65,6 +65,7 @@ struct input {
     char *buf;
     size_t have, pos;
     bool may_read;   /* the last read filled the buffer: the socket may hold more */
+    bool read_full;  /* ... and that read happened in this step (not merely assumed) */
 };
 
 static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
@@ -74,12 +75,19 @@ static const struct event_handler_ops watch_set_ops = { .handle_event = watch_se
 static const struct sink_ops conn_sink_ops;
 
 static void conn_close(struct conn *c);
+static void conn_teardown(struct conn *c);
 static void conn_next(struct conn *c, struct worker *w);
 static void step_read(struct conn *c, struct worker *w);
 
 static inline struct server *conn_srv(const struct conn *c)
 {
     return c->listener->srv;
+}
+
+/* Edge mode (handle_set.h): the connection stops before its socket is drained of `events`. */
+static inline void conn_more(struct conn *c, uint32_t events)
+{
+    hs_more(c->listener->hs, &c->eh, events);
 }
 
 static inline const struct exchange_layer *layer(const struct conn *c)
@@ -156,7 +164,7 @@ static void refuse_connection(struct conn *c, struct worker *w, bool tls)
 }
 
 int conn_create(struct server *srv, const struct listener *l, int fd,
-                const struct sockaddr_storage *peer, struct worker *w)
+                const struct sockaddr_storage *peer, struct worker *w, struct conn **held)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -199,9 +207,9 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         server_conn_closed(srv);
         return -ENOMEM;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-
+    /* TCP_NODELAY comes from the listener (acceptor_tune). */
+    if (l->hs->edge)
+        c->tp_flags |= TP_EDGE;
     pthread_mutex_lock(&srv->conns_lock);
     c->next = srv->conns;
     if (srv->conns)
@@ -214,8 +222,12 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     atomic_store_explicit(&c->deadline,
                           now_ms() + (tls_first ? cfg->timeout_handshake : cfg->timeout_header),
                           memory_order_relaxed);
+    if (held) {
+        *held = c; /* CONN_OWNED (calloc): the sweep keeps off; its first park registers it */
+        return 0;
+    }
     atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
-    int rc = hs_add(l->hs, &c->eh, EPOLLIN);
+    int rc = hs_add(l->hs, &c->eh, l->hs->edge ? EPOLLIN | EPOLLRDHUP : EPOLLIN);
     if (rc < 0) {
         log_error("epoll_ctl add: %s", strerror(-rc));
         atomic_store(&c->armed, CONN_OWNED); /* the sweep must not touch it: never registered */
@@ -226,11 +238,26 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     return 0;
 }
 
+/* tcp_notsent_lowat: while a large file is sent, the socket holds at most that many bytes it
+ * has not sent yet, so that the file waits in the page cache rather than in the socket
+ * (docs/PERFORMANCE.md, "Large files"). Only then: a streamed response (CGI) must be able to
+ * use the whole socket buffer, or a client that sends a whole body before reading the echo of
+ * it would be left waiting on the script, and the script on the client. 0 gives the socket
+ * back to the system's setting. */
+static void conn_set_lowat(struct conn *c, size_t bytes)
+{
+    int v = (int)bytes;
+    setsockopt(c->eh.fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
+    c->lowat = bytes != 0;
+}
+
 /* Done with the file being sent: give it back to its owner. */
 static void conn_drop_file(struct conn *c)
 {
     if (c->file_fd < 0)
         return;
+    if (c->lowat)
+        conn_set_lowat(c, 0);
     c->file_release(c->file_ref);
     c->file_fd = -1;
     c->file_release = NULL;
@@ -244,7 +271,11 @@ static void watch_set_close(struct conn *c)
     struct sink_deferral *d = c->xd;
     if (!d || d->watch_set.fd < 0)
         return;
-    hs_del(c->listener->hs, &d->watch_set); /* -ENOENT when it was never armed */
+    /* -ENOENT when it was never armed. Edge mode: the set stands for the connection itself. */
+    if (c->listener->hs->edge)
+        hs_del_fd(c->listener->hs, &c->eh, d->watch_set.fd);
+    else
+        hs_del(c->listener->hs, &d->watch_set);
     close(d->watch_set.fd);
     d->watch_set.fd = -1;
 }
@@ -261,11 +292,25 @@ static void conn_close(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&srv->conns_lock);
-    conn_free_stopped(c);
+    conn_teardown(c);
+    /* Edge mode: another thread may still hold an event for it (thread_pool.h). */
+    tp_retire(&srv->pool, &c->retired);
     server_conn_closed(srv);
 }
 
+static void conn_free_retired(struct tp_retired *r)
+{
+    free((struct conn *)((char *)r - offsetof(struct conn, retired)));
+}
+
 void conn_free_stopped(struct conn *c)
+{
+    conn_teardown(c);
+    free(c);
+}
+
+/* Give back everything the connection holds but its memory. */
+static void conn_teardown(struct conn *c)
 {
     if (c->xd) {
         /* The handler lets go of what it watches (ex_unwatch), which may close the set. */
@@ -275,6 +320,8 @@ void conn_free_stopped(struct conn *c)
     }
     if (c->tp->release)
         c->tp->release(c);
+    hs_forget(c->listener->hs, &c->eh);
+    c->lowat = false; /* the socket goes: no setsockopt on a number another may reuse now */
     close(c->eh.fd);
     conn_drop_file(c);
     carry_put(c->in);
@@ -282,7 +329,7 @@ void conn_free_stopped(struct conn *c)
     release_request_limits(c);
     limits_release(c->rt, &c->limit_conn);
     runtime_unref(c->rt);
-    free(c);
+    c->retired.free = conn_free_retired;
 }
 
 /* ---- parking -------------------------------------------------------------------------------- */
@@ -296,6 +343,8 @@ static int conn_try_park(struct conn *c, enum conn_state st, uint32_t events, in
         events = c->tp_want; /* the transport must first move bytes the other way */
         c->tp_want = 0;
     }
+    if ((c->tp_flags & TP_EDGE) && (events & EPOLLIN))
+        events |= EPOLLRDHUP; /* an edge's bytes may come with the end: see TP_EOF */
     if (deadline != DEADLINE_KEEP)
         atomic_store_explicit(&c->deadline, deadline, memory_order_relaxed);
     set_state(c, st);
@@ -305,19 +354,22 @@ static int conn_try_park(struct conn *c, enum conn_state st, uint32_t events, in
     int rc = hs_rearm(hs, &c->eh, events);
     if (rc == -ENOENT)
         rc = hs_add(hs, &c->eh, events); /* back from its exchange's private set */
-    if (rc < 0) {
+    if (rc != 0) {
         /* Nobody else can see the handle. A re-arm cannot fail for a live socket; adding it
-         * back can (the kernel's memory for the registration). */
-        log_error("epoll_ctl: %s", strerror(-rc));
+         * back can (the kernel's memory for the registration). HS_KEPT: events came while a
+         * holder had it, and the holder is no pool thread (edge mode): still ours. */
+        if (rc < 0)
+            log_error("epoll_ctl: %s", strerror(-rc));
         atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
     }
     return rc;
 }
 
-/* The same, closing the connection when it cannot be parked. */
+/* The same, closing the connection when it cannot be parked (on a pool thread: never
+ * HS_KEPT). */
 static void conn_park(struct conn *c, enum conn_state st, uint32_t events, int64_t deadline)
 {
-    if (conn_try_park(c, st, events, deadline) < 0)
+    if (conn_try_park(c, st, events, deadline) != 0)
         conn_close(c);
 }
 
@@ -443,8 +495,10 @@ static int conn_flush(struct conn *c, struct worker *w)
         }
     }
     while (c->file_left > 0) {
-        if (budget == 0)
+        if (budget == 0) {
+            conn_more(c, EPOLLOUT); /* the socket may still have room: no edge will say so */
             return -EAGAIN;
+        }
         size_t chunk = (size_t)c->file_left < SENDFILE_CHUNK ? (size_t)c->file_left : SENDFILE_CHUNK;
         ssize_t n = c->tp->sendfile(c, c->file_fd, &c->file_off, chunk);
         if (n < 0)
@@ -598,6 +652,9 @@ static int sink_send_file(struct sink *s, struct worker *w, int fd, off_t off, o
     c->file_ref = ref;
     c->file_off = off;
     c->file_left = len;
+    size_t lowat = c->rt->cfg.tcp_notsent_lowat;
+    if (lowat && (uint64_t)len >= lowat)
+        conn_set_lowat(c, lowat);
     if (c->out)
         return 0; /* the head is queued: the file follows it once the socket has room */
     int rc = conn_flush(c, w);
@@ -638,7 +695,8 @@ static void conn_finish(struct conn *c, bool linger)
 static void step_linger(struct conn *c)
 {
     char buf[16384];
-    for (int i = 0; i < 16; i++) {
+    int i;
+    for (i = 0; i < 16; i++) {
         ssize_t n = c->tp->read(c, buf, sizeof(buf));
         if (n == -EAGAIN)
             break;
@@ -647,6 +705,8 @@ static void step_linger(struct conn *c)
             return;
         }
     }
+    if (i == 16)
+        conn_more(c, EPOLLIN);
     /* Drained for now, or this event's share is used up while the client is still sending:
      * wait for more, within the deadline set when lingering began. */
     conn_park(c, CS_LINGERING, EPOLLIN, DEADLINE_KEEP);
@@ -712,14 +772,23 @@ static void watch_set_park(struct conn *c, struct worker *w)
     int rc = epoll_ctl(d->watch_set.fd, EPOLL_CTL_MOD, c->eh.fd, &e) < 0 ? -errno : 0;
     if (rc == 0) {
         atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
-        rc = hs_rearm(hs, &d->watch_set, EPOLLIN);
-        if (rc == -ENOENT)
-            rc = hs_add(hs, &d->watch_set, EPOLLIN);
+        if (hs->edge) {
+            /* The set stands for the connection: its events are the connection's, and the
+             * connection's ownership word covers them (handle_set.h). */
+            rc = hs_rearm_fd(hs, &c->eh, d->watch_set.fd, EPOLLIN);
+            if (rc == -ENOENT)
+                rc = hs_add_fd(hs, &c->eh, d->watch_set.fd, EPOLLIN);
+        } else {
+            rc = hs_rearm(hs, &d->watch_set, EPOLLIN);
+            if (rc == -ENOENT)
+                rc = hs_add(hs, &d->watch_set, EPOLLIN);
+        }
     }
-    if (rc < 0) {
-        log_error("epoll_ctl (watched handles): %s", strerror(-rc));
+    if (rc != 0) {
+        if (rc < 0)
+            log_error("epoll_ctl (watched handles): %s", strerror(-rc));
         atomic_store_explicit(&c->armed, CONN_OWNED, memory_order_relaxed);
-        park_failed(c, w);
+        park_failed(c, w); /* HS_KEPT: events came while a holder had it (edge mode) */
     }
 }
 
@@ -734,9 +803,12 @@ static void exchange_repark(struct timer_entry *t, struct worker *w)
 }
 
 /* The exchange's socket or private set could not be armed (the kernel had no memory for the
- * registration), so nothing would ever wake it. A holder giving it back (no worker: it cannot
- * send) leaves a pool thread to try once more at once, from the timer; on a pool thread the
- * client gets a 503 unless a response has begun, and the connection closes after it. */
+ * registration), so nothing would ever wake it; or, in edge mode, events came for it while a
+ * holder had it, and the holder is no pool thread to run them (HS_KEPT). A holder giving it
+ * back (no worker: it cannot send) leaves a pool thread to try once more at once, from the
+ * timer (edge mode: that thread's release finds the events still recorded, and runs them);
+ * on a pool thread the client gets a 503 unless a response has begun, and the connection
+ * closes after it. */
 static void park_failed(struct conn *c, struct worker *w)
 {
     struct sink_deferral *d = c->xd;
@@ -771,7 +843,9 @@ static void exchange_wait(struct conn *c, struct worker *w)
         return;
     }
     if (sending(c) || (d->wants & DW_WRITABLE)) {
-        if (conn_try_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send) < 0)
+        if (!sending(c))
+            conn_more(c, EPOLLOUT); /* a yield (edge mode): the socket has room, no edge says so */
+        if (conn_try_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send) != 0)
             park_failed(c, w);
     } else if (d->wants & DW_TIMER) {
         set_state(c, CS_EXCHANGE);
@@ -780,7 +854,7 @@ static void exchange_wait(struct conn *c, struct worker *w)
             conn_close(c); /* (otherwise the timer owns it from here) */
     } else {
         assert(d->wants & DW_BODY);
-        if (conn_try_park(c, CS_EXCHANGE, EPOLLIN, body_deadline(c)) < 0)
+        if (conn_try_park(c, CS_EXCHANGE, EPOLLIN, body_deadline(c)) != 0)
             park_failed(c, w);
     }
 }
@@ -841,20 +915,17 @@ static void step_exchange(struct conn *c, struct worker *w, uint32_t events)
 
 /* The private set is ready: run its events one at a time (a callback may remove the handle of
  * the next one), the socket's among them. */
-static void watch_set_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+static void watch_set_step(struct conn *c, struct worker *w)
 {
-    struct sink_deferral *d =
-        (struct sink_deferral *)((char *)eh - offsetof(struct sink_deferral, watch_set));
-    struct conn *c = conn_of(d->sink);
-    (void)events;
-    if (atomic_exchange_explicit(&c->armed, CONN_OWNED, memory_order_acq_rel) == CONN_KILLED) {
-        conn_close(c); /* expired by the timer sweep */
-        return;
-    }
+    struct sink_deferral *d = c->xd;
     assert(atomic_load_explicit(&c->state, memory_order_relaxed) == CS_EXCHANGE);
     exchange_event(c);
-    for (int i = 0; i < WATCH_EVENTS_MAX && c->xd == d && d->watch_set.fd >= 0; i++) {
+    for (int i = 0; c->xd == d && d->watch_set.fd >= 0; i++) {
         struct epoll_event ev;
+        if (i == WATCH_EVENTS_MAX) {
+            conn_more(c, EPOLLIN); /* edge mode: the set may still be ready */
+            break;
+        }
         if (epoll_wait(d->watch_set.fd, &ev, 1, 0) != 1)
             break;
         if (ev.data.ptr == &c->eh) {
@@ -867,6 +938,19 @@ static void watch_set_on_event(struct event_handler *eh, uint32_t events, struct
             return;
     }
     conn_next(c, w); /* what is still ready fires again: the set is level-triggered */
+}
+
+static void watch_set_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+{
+    struct sink_deferral *d =
+        (struct sink_deferral *)((char *)eh - offsetof(struct sink_deferral, watch_set));
+    struct conn *c = conn_of(d->sink);
+    (void)events;
+    if (atomic_exchange_explicit(&c->armed, CONN_OWNED, memory_order_acq_rel) == CONN_KILLED) {
+        conn_close(c); /* expired by the timer sweep */
+        return;
+    }
+    watch_set_step(c, w);
 }
 
 /* ---- watched handles (the sink) ------------------------------------------------------------ */
@@ -1017,6 +1101,8 @@ static bool stash_input(struct conn *c, struct input *in)
 /* Stop serving this buffer: write what was gathered, keep the rest, move on. */
 static enum step stop_reading(struct conn *c, struct worker *w, struct input *in)
 {
+    if (in->read_full)
+        conn_more(c, EPOLLIN); /* edge mode: what is still in the socket brings no edge */
     if (c->gathered && flush_gathered(c, w) < 0) {
         conn_close(c);
         return HANDED_ON;
@@ -1299,7 +1385,8 @@ static enum step read_input(struct conn *c, struct worker *w, struct input *in)
     if (n > 0) {
         /* A short read means the socket is drained: next time, park instead of issuing a read
          * that would only return EAGAIN. */
-        in->may_read = (size_t)n == READ_BUF_SIZE - in->have;
+        in->read_full = (size_t)n == READ_BUF_SIZE - in->have;
+        in->may_read = in->read_full || (c->tp_flags & TP_EOF);
         in->have += (size_t)n;
         return GO_ON;
     }
@@ -1328,7 +1415,7 @@ static enum step read_input(struct conn *c, struct worker *w, struct input *in)
 static void step_read(struct conn *c, struct worker *w)
 {
     char buf[READ_BUF_SIZE];
-    struct input in = { buf, 0, 0, true };
+    struct input in = { buf, 0, 0, true, false };
     if (c->in) {
         in.have = c->in->len - c->in->off;
         memcpy(buf, c->in->data + c->in->off, in.have);
@@ -1342,11 +1429,28 @@ static void step_read(struct conn *c, struct worker *w)
 
 /* ---- the event handler ---------------------------------------------------------------------- */
 
+void conn_serve_held(struct conn *c, struct worker *w)
+{
+    conn_on_event(&c->eh, EPOLLIN, w); /* a read that finds nothing parks it (EAGAIN) */
+}
+
 static void conn_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
 {
     struct conn *c = (struct conn *)eh;
     if (atomic_exchange_explicit(&c->armed, CONN_OWNED, memory_order_acq_rel) == CONN_KILLED) {
         conn_close(c); /* expired by the timer sweep (timeout, drain) */
+        return;
+    }
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) && (c->tp_flags & TP_EDGE)) {
+        /* Edge mode: registered with EPOLLIN only to learn this (TP_EOF); the handlers see
+         * the events they would see under EPOLLONESHOT. */
+        c->tp_flags |= TP_EOF;
+        events &= ~(uint32_t)EPOLLRDHUP;
+    }
+    if (c->xd && c->xd->watch_set.fd >= 0) {
+        /* Edge mode only: there, the private set stands for the connection in the handle set
+         * (under EPOLLONESHOT the set has a handle of its own, and the socket no event here). */
+        watch_set_step(c, w);
         return;
     }
     switch (atomic_load_explicit(&c->state, memory_order_relaxed)) {

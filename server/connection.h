@@ -6,7 +6,8 @@
  * that must outlive the event go into a pooled carry buffer (carry.h). Its exchanges see it
  * only as a sink (sink.h), and it sees them only as the exchange layer.
  *
- * One thread at a time owns a connection: the one running its event (EPOLLONESHOT), the timer
+ * One thread at a time owns a connection: the one running its event (EPOLLONESHOT, or its
+ * ownership word under leader-followers-edge), the timer
  * that wakes its sleeping exchange, or a handler's thread that holds that exchange. `armed`
  * and `state` are the only fields another thread reads (the timer sweep, /server-status), and
  * they are atomics. */
@@ -23,6 +24,7 @@
 #include "event_handler.h"
 #include "http_parser.h"
 #include "sink.h"
+#include "thread_pool.h"
 
 struct carry;
 struct listener;
@@ -72,7 +74,12 @@ struct conn {
     const struct listener *listener;   /* where it came from (its server, its handle set) */
     struct runtime *rt;                /* configuration generation of the current request */
     const struct transport_ops *tp;
-    struct conn *prev, *next;          /* the server's connection list, under conns_lock */
+    union {
+        struct {
+            struct conn *prev, *next;  /* the server's connection list, under conns_lock */
+        };
+        struct tp_retired retired;     /* closed, waiting to be freed (tp_retire) */
+    };
     _Atomic int64_t deadline;          /* monotonic ms; the sweep expires it after this */
     _Atomic uint8_t armed;             /* CONN_* */
     _Atomic uint8_t state;             /* enum conn_state (written by the owner) */
@@ -86,6 +93,7 @@ struct conn {
     bool gathered;                     /* `out` holds such responses, not yet written */
     uint8_t tp_want;                   /* events the transport needs after -EAGAIN (transport.h) */
     uint8_t tp_flags;                  /* transport-private state */
+    bool lowat;                        /* TCP_NOTSENT_LOWAT is set while a file is sent */
     int file_fd;                       /* file being sent, -1 when none */
     uint32_t requests;                 /* served on this connection */
     struct ssl_st *ssl;                /* TLS connection (transport_tls.c); NULL when plain */
@@ -113,9 +121,15 @@ struct conn {
 /* Create a connection for an accepted socket and register it, on the acceptor's thread `w`;
  * closes `fd` on failure (on -ENOMEM, after answering 503 if the listener speaks plain HTTP),
  * or after a 429 when its client holds too many connections (limit_conn_per_ip). The caller
- * counted the connection in srv->nconns; a failure uncounts it. */
+ * counted the connection in srv->nconns; a failure uncounts it. With `held` (not NULL), the
+ * connection is not registered but returned there, owned by the caller, who must pass it to
+ * conn_serve_held(): its first bytes are usually there already (TCP_DEFER_ACCEPT). */
 int conn_create(struct server *srv, const struct listener *l, int fd,
-                const struct sockaddr_storage *peer, struct worker *w);
+                const struct sockaddr_storage *peer, struct worker *w, struct conn **held);
+
+/* Serve a held connection's first event on this thread, as if the handle set had reported
+ * it readable: no hand-off to another thread, no epoll round trip. */
+void conn_serve_held(struct conn *c, struct worker *w);
 
 /* Free a connection after the pool has stopped (no epoll, no list, no counters). */
 void conn_free_stopped(struct conn *c);

@@ -319,10 +319,12 @@ static int d_concurrency(const struct directive *d, const struct dir_ctx *x, cha
 {
     (void)nargs;
     static const char *const words[] = { "leader-followers", "half-sync-half-async",
-                                         "reuseport", NULL };
-    _Static_assert(CONC_REUSEPORT == 2, "the words follow enum concurrency");
+                                         "reuseport", "leader-followers-edge", NULL };
+    _Static_assert(CONC_REUSEPORT == 2 && CONC_LEADER_FOLLOWERS_EDGE == 3,
+                   "the words follow enum concurrency");
     int v = one_of(d, x, args[0], words,
-                   "leader-followers, half-sync-half-async or reuseport");
+                   "leader-followers, half-sync-half-async, reuseport or "
+                   "leader-followers-edge");
     return v < 0 ? -1 : (x->cfg->concurrency = v, 0);
 }
 
@@ -761,6 +763,8 @@ const struct directive directive_table[] = {
     { "access_log_flush", IN_TOP, ONE, d_number,
       NUM(TOP(access_log_flush), F_UNSIGNED, U_MS, 1, 60000) },
     { "log_level", IN_TOP, ONE, d_log_level, 0, 0, 0, 0, 0 },
+    { "tcp_notsent_lowat", IN_TOP, 1, 1, "a size (16k..64m) or off", d_number_or_off,
+      NUM(TOP(tcp_notsent_lowat), F_SIZE, U_SIZE, 16 * 1024, 64 * 1024 * 1024) },
     { "trusted_proxies", IN_TOP, 1, 0, "one or more addresses or CIDR ranges", d_cidrs,
       TOP(trusted_proxies), 0, 0, 0, 0 },
     { "real_ip_header", IN_TOP, ONE, d_real_ip, 0, 0, 0, 0, 0 },

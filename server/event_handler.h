@@ -5,7 +5,12 @@
  * data.ptr points at it. When the leader detects an event it promotes a follower and then calls
  * ops->handle_event on its own thread. Because every handle is registered EPOLLONESHOT, the
  * handle stays deactivated until the handler re-arms it (hs_rearm) or closes it, so exactly one
- * thread at a time runs a given handler: handlers need no locks for their own state. */
+ * thread at a time runs a given handler: handlers need no locks for their own state.
+ *
+ * Under leader-followers-edge the kernel keeps no such guarantee (handles are edge-triggered,
+ * without EPOLLONESHOT): `own`, the handle's ownership word, keeps it instead (handle_set.h).
+ * Handlers see no difference: hs_rearm is still their release, and they still must not touch
+ * `eh` after it. */
 #ifndef LF_EVENT_HANDLER_H
 #define LF_EVENT_HANDLER_H
 
@@ -23,7 +28,11 @@ struct event_handler_ops {
 
 struct event_handler {
     int fd;
+    _Atomic uint32_t own; /* leader-followers-edge only (handle_set.c's OWN_*): in the padding
+                           * after fd, so that no handle grows; 0 under the other strategies */
     const struct event_handler_ops *ops;
 };
+_Static_assert(sizeof(struct event_handler) == 8 + sizeof(void *),
+               "the ownership word lives in the padding after fd");
 
 #endif

@@ -488,6 +488,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
             fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
             return -1;
         }
+        srv->hs[i].edge = c->concurrency == CONC_LEADER_FOLLOWERS_EDGE;
     }
     int rc = tp_init(&srv->pool, srv, (enum concurrency)c->concurrency, srv->hs, srv->nhs,
                      c->threads, c->batch);
@@ -507,6 +508,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
         return -1;
 
     for (unsigned i = 0; i < srv->nlisteners; i++) {
+        acceptor_tune(&srv->listeners[i]);
         rc = acceptor_start(&srv->listeners[i]);
         if (rc < 0) {
             fprintf(stderr, "lfhttpd: epoll add listener: %s\n", strerror(-rc));
@@ -593,6 +595,8 @@ static void reload(struct server *srv, const char *why)
                 log_notice("%s: stopped listening on %s", why, l->url);
         }
     }
+    for (unsigned j = first_new; j < n; j++)
+        acceptor_tune(&srv->listeners[j]);
     atomic_store(&srv->nlisteners, n);
     note_https_port(srv);
     for (unsigned j = first_new; j < n; j++) {

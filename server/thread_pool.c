@@ -15,8 +15,8 @@
 #define TP_MAX_BATCH 64
 #define QUEUE_CAP 1024   /* half-sync-half-async: events queued before the reactor waits */
 
-const char *const concurrency_names[3] = { "leader-followers", "half-sync-half-async",
-                                           "reuseport" };
+const char *const concurrency_names[CONC_COUNT] = { "leader-followers", "half-sync-half-async",
+                                                    "reuseport", "leader-followers-edge" };
 
 static void set_role(struct worker *w, enum worker_role r)
 {
@@ -32,6 +32,115 @@ static void dispatch(struct worker *w, const struct epoll_event *evs, int n)
         eh->ops->handle_event(eh, evs[i].events, w);
     }
     atomic_fetch_add_explicit(&w->stats.events, (uint64_t)n, memory_order_relaxed);
+}
+
+/* Edge mode: run the events of the batch this thread can take (handle_set.h), then what their
+ * handlers left on the thread's again list, oldest first, until it is empty: the batch is
+ * served before a handle that keeps finding more (a transfer spending its send budget over
+ * and over) has this thread again. */
+static void dispatch_edge(struct worker *w, const struct epoll_event *evs, int n)
+{
+    set_role(w, ROLE_PROCESSING);
+    mx_event_begin();
+    uint64_t runs = 0;
+    for (int i = 0; i < n; i++) {
+        struct event_handler *eh = evs[i].data.ptr;
+        if (!hs_take(eh, evs[i].events))
+            continue; /* its owner runs it again */
+        eh->ops->handle_event(eh, evs[i].events, w);
+        runs++;
+    }
+    struct hs_pending p;
+    while (hs_again_pop(&w->again, &p)) {
+        p.eh->ops->handle_event(p.eh, p.events, w);
+        runs++;
+    }
+    atomic_fetch_add_explicit(&w->stats.events, runs, memory_order_relaxed);
+}
+
+/* ---- reclamation (edge mode; thread_pool.h) ------------------------------------------------ */
+
+static void free_list(struct tp_retired *r)
+{
+    while (r) {
+        struct tp_retired *next = r->next;
+        r->free(r);
+        r = next;
+    }
+}
+
+/* Advance the grace periods (retire_lock held); returns what may be freed now. */
+static struct tp_retired *reclaim_locked(struct thread_pool *tp)
+{
+    struct tp_retired *done = NULL;
+    if (tp->waiting) {
+        for (unsigned i = 0; i < tp->nthreads; i++) {
+            uint64_t s = tp->snap[i];
+            if ((s & 1) && atomic_load(&tp->workers[i].qs) == s)
+                return NULL; /* that thread still runs the batch it held */
+        }
+        done = tp->waiting;
+        tp->waiting = NULL;
+    }
+    if (tp->fresh) {
+        tp->waiting = tp->fresh;
+        tp->fresh = NULL;
+        for (unsigned i = 0; i < tp->nthreads; i++)
+            tp->snap[i] = atomic_load(&tp->workers[i].qs);
+    }
+    return done;
+}
+
+static unsigned list_len(const struct tp_retired *r)
+{
+    unsigned n = 0;
+    for (; r; r = r->next)
+        n++;
+    return n;
+}
+
+static void reclaim(struct thread_pool *tp, bool wait_for_lock)
+{
+    if (wait_for_lock)
+        pthread_mutex_lock(&tp->retire_lock);
+    else if (pthread_mutex_trylock(&tp->retire_lock) != 0)
+        return;
+    struct tp_retired *done = reclaim_locked(tp);
+    pthread_mutex_unlock(&tp->retire_lock);
+    if (done) {
+        atomic_fetch_sub_explicit(&tp->retired, list_len(done), memory_order_relaxed);
+        free_list(done);
+    }
+}
+
+void tp_retire(struct thread_pool *tp, struct tp_retired *r)
+{
+    if (tp->mode != CONC_LEADER_FOLLOWERS_EDGE) {
+        r->free(r);
+        return;
+    }
+    /* The caller closed the handle's descriptor before: a thread found offline from here on
+     * enters epoll_wait after the close, and cannot be given an event for it. */
+    atomic_thread_fence(memory_order_seq_cst);
+    atomic_fetch_add_explicit(&tp->retired, 1, memory_order_relaxed);
+    pthread_mutex_lock(&tp->retire_lock);
+    r->next = tp->fresh;
+    tp->fresh = r;
+    pthread_mutex_unlock(&tp->retire_lock);
+    reclaim(tp, true);
+}
+
+/* The thread may hold events from here on (before epoll_wait), or holds none any more. */
+static void qs_online(struct worker *w)
+{
+    atomic_store(&w->qs, atomic_load_explicit(&w->qs, memory_order_relaxed) + 1);
+}
+
+static void qs_offline(struct thread_pool *tp, struct worker *w)
+{
+    atomic_store(&w->qs, atomic_load_explicit(&w->qs, memory_order_relaxed) + 1);
+    if (atomic_load_explicit(&tp->retired, memory_order_relaxed))
+        reclaim(tp, false);
 }
 
 /* ---- Leader/Followers (one group, or one group per thread for reuseport) ----------------- */
@@ -76,18 +185,30 @@ static void *lf_loop(void *arg)
         log_warn("metrics: no table for thread %u: counted in the shared one", w->index);
     struct thread_pool *tp = w->pool;
     struct epoll_event evs[TP_MAX_BATCH];
+    bool edge = tp->mode == CONC_LEADER_FOLLOWERS_EDGE;
+    if (edge) {
+        w->again.w = w;
+        hs_again_attach(&w->again);
+    }
 
     while (join_as_leader(tp, w)) {
         set_role(w, ROLE_LEADING);
+        if (edge)
+            qs_online(w);
         int n = hs_wait(w->group->hs, evs, tp->batch, -1);
         atomic_fetch_add_explicit(&w->stats.waits, 1, memory_order_relaxed);
         promote_new_leader(w);
-        if (n < 0) {
+        if (n < 0)
             log_error("epoll_wait: %s", strerror(-n));
-            continue;
-        }
-        dispatch(w, evs, n);
+        else if (edge)
+            dispatch_edge(w, evs, n);
+        else
+            dispatch(w, evs, n);
+        if (edge)
+            qs_offline(tp, w);
     }
+    if (edge)
+        hs_again_attach(NULL);
     set_role(w, ROLE_FOLLOWING);
     return NULL;
 }
@@ -183,13 +304,19 @@ int tp_init(struct thread_pool *tp, struct server *srv, enum concurrency mode,
     if (mode == CONC_REUSEPORT && nhs != tp->nthreads)
         return -EINVAL;
     tp->workers = calloc(tp->nworkers, sizeof(*tp->workers));
-    if (!tp->workers)
+    tp->snap = calloc(tp->nworkers, sizeof(*tp->snap));
+    if (!tp->workers || !tp->snap) {
+        free(tp->workers);
+        free(tp->snap);
         return -ENOMEM;
+    }
+    pthread_mutex_init(&tp->retire_lock, NULL);
     if (mode == CONC_HALF_SYNC_HALF_ASYNC) {
         tp->q.cap = QUEUE_CAP;
         tp->q.ring = calloc(QUEUE_CAP, sizeof(*tp->q.ring));
         if (!tp->q.ring) {
             free(tp->workers);
+            free(tp->snap);
             return -ENOMEM;
         }
         pthread_mutex_init(&tp->q.lock, NULL);
@@ -200,6 +327,7 @@ int tp_init(struct thread_pool *tp, struct server *srv, enum concurrency mode,
         tp->groups = calloc(tp->ngroups, sizeof(*tp->groups));
         if (!tp->groups) {
             free(tp->workers);
+            free(tp->snap);
             return -ENOMEM;
         }
         for (unsigned i = 0; i < tp->ngroups; i++)
@@ -238,7 +366,8 @@ void tp_run(struct thread_pool *tp)
         pthread_setname_np(tp->workers[i].thread, name);
         started++;
     }
-    if (failed && tp->mode != CONC_LEADER_FOLLOWERS) {
+    bool lf = tp->mode == CONC_LEADER_FOLLOWERS || tp->mode == CONC_LEADER_FOLLOWERS_EDGE;
+    if (failed && !lf) {
         /* Every thread has its own part to play (its handle set, or the reactor): a pool with a
          * hole in it would leave handles nobody waits for. */
         log_error("cannot run %s with %u of its %u threads", concurrency_names[tp->mode],
@@ -248,7 +377,7 @@ void tp_run(struct thread_pool *tp)
         log_error("running with %u threads", started);
     }
     tp->workers[0].thread = pthread_self();
-    if (!failed || tp->mode == CONC_LEADER_FOLLOWERS)
+    if (!failed || lf)
         loop_of(tp, 0)(&tp->workers[0]);
     for (unsigned i = 1; i < started; i++)
         pthread_join(tp->workers[i].thread, NULL);
@@ -284,6 +413,14 @@ void tp_destroy(struct thread_pool *tp)
         pthread_cond_destroy(&tp->q.not_full);
         free(tp->q.ring);
     }
+    free_list(tp->waiting); /* every thread has left: nobody holds an event */
+    free_list(tp->fresh);
+    tp->waiting = tp->fresh = NULL;
+    pthread_mutex_destroy(&tp->retire_lock);
+    free(tp->snap);
+    tp->snap = NULL;
+    for (unsigned i = 0; i < tp->nworkers; i++)
+        hs_again_free(&tp->workers[i].again);
     free(tp->groups);
     free(tp->workers);
     mx_free_all(); /* every thread has left */

@@ -20,7 +20,24 @@
  * in epoll_wait on the shared handle set and puts each event into a bounded queue; N worker
  * threads take events from the queue and process them. Every event crosses threads.
  *
- * All three run the same event handlers: a handler never knows which strategy called it. */
+ * leader-followers-edge: the leader-followers pool, with its handles registered edge-triggered
+ * and without EPOLLONESHOT. The kernel no longer hands a handle to one thread at a time; the
+ * handle's ownership word does (handle_set.h), and a handle that became ready again while its
+ * owner ran it is run again by that owner, from its thread's "again" list, before the thread
+ * goes back to wait. The common keep-alive request then costs no epoll_ctl at all.
+ *
+ * All four run the same event handlers: a handler never knows which strategy called it.
+ *
+ * Reclamation (leader-followers-edge): without EPOLLONESHOT another thread may hold, in the batch
+ * epoll_wait gave it, an event for a handle that its owner closes meanwhile. Such a handle is
+ * retired (tp_retire), not freed: each thread publishes `qs`, odd from the moment it enters
+ * epoll_wait until it has run the whole batch (and its again list), even otherwise. A handle
+ * retired at time T is freed once every thread that was odd at T has changed its `qs` since:
+ * every batch that could hold a stale event for it is finished. A closed handle is never
+ * released, so its ownership word stays owned and such a stale event is dropped without
+ * touching anything else. (The descriptor number may be reused at once: stale events are
+ * recognised by the handle's pointer and its word, never by the fd.) The leader may sleep in
+ * epoll_wait with an odd `qs`; the server's 250 ms tick bounds how long a retired handle waits. */
 #ifndef LF_THREAD_POOL_H
 #define LF_THREAD_POOL_H
 
@@ -31,11 +48,20 @@
 #include <sys/epoll.h>
 #include <time.h>
 
-struct handle_set;
+#include "handle_set.h"
+
 struct server;
 
-enum concurrency { CONC_LEADER_FOLLOWERS = 0, CONC_HALF_SYNC_HALF_ASYNC, CONC_REUSEPORT };
-extern const char *const concurrency_names[3]; /* "leader-followers", ... */
+/* A closed handle waiting for the threads that may still hold an event for it (edge mode). */
+struct tp_retired {
+    struct tp_retired *next;
+    void (*free)(struct tp_retired *r);
+};
+
+enum concurrency { CONC_LEADER_FOLLOWERS = 0, CONC_HALF_SYNC_HALF_ASYNC, CONC_REUSEPORT,
+                   CONC_LEADER_FOLLOWERS_EDGE };
+#define CONC_COUNT 4
+extern const char *const concurrency_names[CONC_COUNT]; /* "leader-followers", ... */
 
 /* leading: waiting for events in epoll_wait (an LF leader, a reuseport thread, the HS/HA
  * reactor); processing: running handlers; following: waiting to lead (LF) or for a queued
@@ -85,6 +111,8 @@ struct worker {
     struct worker_stats stats;
     time_t date_sec;                 /* this thread's cached Date header (refreshed per second) */
     char date[32];
+    _Atomic uint64_t qs;             /* edge mode: odd while it may hold events (see above) */
+    struct hs_again again;           /* edge mode: handles it owns and must run again */
 };
 
 struct thread_pool {
@@ -100,6 +128,12 @@ struct thread_pool {
     unsigned ngroups;
     struct event_queue q;            /* half-sync-half-async only */
     _Atomic bool stopping;
+    /* leader-followers-edge: retired handles. `waiting` are freed once the grace period that
+     * began with `snap` (every worker's qs then) is over; `fresh` came after it began. */
+    pthread_mutex_t retire_lock;
+    struct tp_retired *waiting, *fresh;
+    uint64_t *snap;
+    _Atomic unsigned retired;        /* how many wait (a hint, read without the lock) */
 };
 
 /* Allocate the pool over `nhs` handle sets (reuseport: one per thread; otherwise one). Returns
@@ -114,5 +148,8 @@ void tp_run(struct thread_pool *tp);
  * event, which is registered in every set). */
 void tp_stop(struct thread_pool *tp);
 void tp_destroy(struct thread_pool *tp);
+/* A handle closed while the pool runs: free it (r->free) once no thread can hold an event for
+ * it. Under the other strategies (EPOLLONESHOT: nobody else holds one) at once. Any thread. */
+void tp_retire(struct thread_pool *tp, struct tp_retired *r);
 
 #endif

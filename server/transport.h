@@ -24,7 +24,15 @@
 struct conn;
 
 /* conn.tp_flags bits the connection may read (the others are the transport's own). */
-enum { TP_HANDSHAKING = 0x80 }; /* a TLS handshake is not finished: timeout_handshake applies */
+enum {
+    TP_HANDSHAKING = 0x80, /* a TLS handshake is not finished: timeout_handshake applies */
+    TP_EDGE = 0x40,        /* the handle is edge-triggered (leader-followers-edge): a read that
+                            * returns less than asked for has drained the socket, as it does on
+                            * a plain socket (TLS reads on until OpenSSL wants the network) */
+    TP_EOF = 0x20,         /* edge mode: the peer has half-closed (or the socket failed), and
+                            * the edge that said so may be the one that brought the last bytes:
+                            * a short read no longer means drained, read until 0 or EAGAIN */
+};
 
 struct transport_ops {
     const char *name;

@@ -129,8 +129,10 @@ static ssize_t tls_read(struct conn *c, void *buf, size_t len)
         }
         got += n;
         /* Go on only while OpenSSL itself holds more: what is still in the kernel wakes the
-         * re-armed (level-triggered) handle, so a read that would only find EAGAIN is saved. */
-    } while (got < len && SSL_has_pending(c->ssl));
+         * re-armed (level-triggered) handle, so a read that would only find EAGAIN is saved.
+         * An edge-triggered handle is not woken for bytes that were there before: read on
+         * until OpenSSL finds the socket empty (WANT_READ). */
+    } while (got < len && (SSL_has_pending(c->ssl) || (c->tp_flags & TP_EDGE)));
     return (ssize_t)got;
 }
 

@@ -111,7 +111,8 @@ static void on_inotify(struct event_handler *eh, uint32_t events, struct worker 
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
     bool hit = false;
     /* A bounded amount per event: if more is queued, the re-armed handle fires again. */
-    for (int round = 0; round < 8; round++) {
+    int round;
+    for (round = 0; round < 8; round++) {
         ssize_t n = read(eh->fd, buf, sizeof(buf));
         if (n <= 0)
             break;
@@ -125,6 +126,8 @@ static void on_inotify(struct event_handler *eh, uint32_t events, struct worker 
     }
     if (hit)
         schedule(w, mono_ms());
+    if (round == 8)
+        hs_more(w->hs, eh, EPOLLIN); /* edge mode: not read to empty */
     hs_rearm(w->hs, eh, EPOLLIN);
 }
 

@@ -285,7 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
     struct sockaddr_storage peer = { .ss_family = AF_INET };
     atomic_fetch_add(&srv.nconns, 1);
-    FZ_CHECK(conn_create(&srv, &listener, sv[0], &peer, &worker) == 0);
+    FZ_CHECK(conn_create(&srv, &listener, sv[0], &peer, &worker, NULL) == 0);
     static struct client cl;
     memset(&cl, 0, sizeof(cl));
     cl.fd = sv[1];

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lib.server import REPO, SCALE, T, binary  # noqa: E402
 
-STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport")
+STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport", "leader-followers-edge")
 LOADS = ("short", "long", "skewed", "mixed")
 
 

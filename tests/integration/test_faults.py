@@ -485,13 +485,16 @@ def test_accept_shortage_pauses_and_resumes(tmpdir):
 
 
 def test_registration_failures(tmpdir):
-    """epoll_ctl(EPOLL_CTL_ADD) failing (the kernel's memory for a registration): a new
-    connection gets a 503 on the raw socket and the next one is served. Then each registration
-    a CGI request makes fails in turn, once (the n-th) and for good (the n-th and every later
-    one): its script's pipes, its exit, its timer, the connection's set of them in the shared
-    set. Each time the answer is a complete 503 or the right one, the connection is closed as
-    the answer says (the client never has to give up), the script is reaped, descriptors and
-    threads are back, and the next request is served."""
+    """epoll_ctl(EPOLL_CTL_ADD) failing (the kernel's memory for a registration). The acceptor serves
+    the first connection of its batch itself, so a connection is first registered when it waits
+    for its next request: that failing, its answer is complete and it is closed (as an idle
+    keep-alive connection may be), never left unwatched, and the next one is served. (The other
+    connections of a batch are registered at once and get a 503 on the raw socket instead:
+    conn_create.) Then each registration a CGI request makes fails in turn, once (the n-th) and
+    for good (the n-th and every later one): its script's pipes, its exit, its timer, the
+    connection's set of them in the shared set. Each time the answer is a complete 503 or the
+    right one, the connection is closed as the answer says (the client never has to give up),
+    the script is reaped, descriptors and threads are back, and the next request is served."""
     f = Faults(tmpdir)
     srv = _server(tmpdir, f)
     all_correct(srv)
@@ -500,8 +503,15 @@ def test_registration_failures(tmpdir):
     k = ks["small file"]
     for rnd in range(3):
         f.countdown(["epoll_ctl"], 1)
-        r = ask(srv.http, k[1], k[2])
-        assert r.complete and r.status == 503, r
+        with Conn(srv.http, timeout=10) as c:
+            c.send(req("GET", k[2]))
+            r = c.read_response()
+            assert k[4](r), r
+            try:
+                more = c._fill()
+            except TimeoutError:
+                more = True
+            assert not more and not c.buf, "still open though it could not be watched"
         assert f.mode() == 0 and f.failed("epoll_ctl") == rnd + 1
         r = ask(srv.http, k[1], k[2])
         assert r.complete and k[4](r), r

@@ -14,7 +14,7 @@ from lib.procs import status_json  # noqa: E402
 from lib.server import Conn, Server, get, req  # noqa: E402
 
 THREADS = 3
-STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport")
+STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport", "leader-followers-edge")
 
 
 def _root(tmpdir):
@@ -66,7 +66,7 @@ def _thread_names(pid):
     return names
 
 
-def test_cli_and_directive_accept_the_three_strategies(tmpdir):
+def test_cli_and_directive_accept_every_strategy(tmpdir):
     root = _root(tmpdir)
     for s in STRATEGIES:
         rc, _, err = run_lfhttpd(["-t", "--concurrency", s, "--root", root])

@@ -157,7 +157,8 @@ int main(void)
     mistake("log level", "log_level loud\n", 1,
             "invalid log_level 'loud' (error, warn, notice, info, debug)");
     mistake("concurrency", "concurrency lots\n", 1,
-            "invalid concurrency 'lots' (leader-followers, half-sync-half-async or reuseport)");
+            "invalid concurrency 'lots' (leader-followers, half-sync-half-async, reuseport or "
+            "leader-followers-edge)");
     mistake("access_log_format", "access_log_format xml\n", 1,
             "invalid access_log_format 'xml' (combined or json)");
     mistake("real_ip_header", "real_ip_header X-Real-IP\n", 1,

@@ -118,13 +118,65 @@ static void *sleep_in_wait(void *arg)
     return NULL;
 }
 
+/* ---- edge mode: the ownership word ---------------------------------------------------------- */
+
+static void test_edge(void)
+{
+    struct handle_set hs;
+    ok(hs_init(&hs) == 0 && !hs.edge, "hs_init: EPOLLONESHOT unless asked");
+    hs.edge = true;
+    struct event_handler h = { .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .ops = &no_ops };
+    struct epoll_event ev[4];
+    is_int(hs_add(&hs, &h, EPOLLIN), 0, "edge: hs_add");
+    ev_write(h.fd, 1);
+    ok(hs_wait(&hs, ev, 4, 1000) == 1 && ev[0].data.ptr == &h, "edge: reported");
+    ok(hs_take(&h, ev[0].events), "edge: the first thread takes it");
+    ev_write(h.fd, 1); /* becomes ready again while owned: an edge for another thread */
+    ok(hs_wait(&hs, ev, 4, 1000) == 1, "edge: reported again while owned (no EPOLLONESHOT)");
+    ok(!hs_take(&h, ev[0].events), "edge: a second thread cannot take it; it records 'more'");
+    is_int(hs_rearm(&hs, &h, EPOLLIN), HS_KEPT,
+           "edge: released off the pool with 'more': still the caller's (HS_KEPT)");
+    struct hs_again again = { 0 };
+    hs_again_attach(&again);
+    is_int(hs_rearm(&hs, &h, EPOLLIN), 0, "edge: released on a pool thread with 'more'");
+    struct hs_pending p;
+    ok(hs_again_pop(&again, &p) && p.eh == &h && (p.events & EPOLLIN),
+       "edge: the owner runs it again (its again list), with the recorded events");
+    ok(!hs_again_pop(&again, &p), "edge: once");
+    ok(!hs_take(&h, 0), "edge: still owned meanwhile");
+    is_int(ev_read(h.fd), 2, "edge: both writes read by the owner");
+    is_int(hs_rearm(&hs, &h, EPOLLIN), 0, "edge: released with nothing recorded");
+    ok(!hs_again_pop(&again, &p), "edge: not run again");
+    is_int(hs_wait(&hs, ev, 4, 50), 0, "edge: drained and released: silent, no re-arm needed");
+    ev_write(h.fd, 1);
+    ok(hs_wait(&hs, ev, 4, 1000) == 1 && hs_take(&h, ev[0].events),
+       "edge: the next write is an edge any thread can take");
+    ev_read(h.fd);
+    hs_more(&hs, &h, EPOLLIN); /* stopped before draining: no edge would come */
+    is_int(hs_rearm(&hs, &h, EPOLLIN), 0, "edge: released after hs_more");
+    ok(hs_again_pop(&again, &p) && p.eh == &h, "edge: hs_more runs it again");
+    /* A changed interest costs a MOD, which reports what is ready now: an eventfd is
+     * writable. */
+    is_int(hs_rearm(&hs, &h, EPOLLOUT), 0, "edge: re-armed for writing");
+    ok(hs_wait(&hs, ev, 4, 1000) == 1 && (ev[0].events & EPOLLOUT),
+       "edge: the MOD of a changed interest reports the ready handle");
+    ok(hs_take(&h, ev[0].events), "edge: taken");
+    hs_forget(&hs, &h);
+    is_int(hs_rearm(&hs, &h, EPOLLIN), -ENOENT, "edge: hs_forget took it out of the set");
+    hs_again_attach(NULL);
+    hs_again_free(&again);
+    close(h.fd);
+    hs_close(&hs);
+}
+
 int main(void)
 {
+    test_edge();
     struct handle_set hs;
     ok(hs_init(&hs) == 0 && hs.epfd >= 0, "hs_init");
 
     /* One handle, reported once. */
-    struct event_handler a = { eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &no_ops };
+    struct event_handler a = { .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .ops = &no_ops };
     is_int(hs_add(&hs, &a, EPOLLIN), 0, "hs_add an eventfd");
     is_int(hs_add(&hs, &a, EPOLLIN), -EEXIST, "hs_add twice: -EEXIST");
     struct epoll_event ev[4];
@@ -150,7 +202,7 @@ int main(void)
     /* A changed interest on re-arm. */
     int sp[2];
     ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) == 0, "socketpair");
-    struct event_handler s = { sp[0], &no_ops };
+    struct event_handler s = { .fd = sp[0], .ops = &no_ops };
     is_int(hs_add(&hs, &s, EPOLLIN), 0, "hs_add a socket for reading");
     is_int(hs_wait(&hs, ev, 4, 50), 0, "a socket with nothing to read: silent");
     is_int(hs_rearm(&hs, &s, EPOLLOUT), 0, "re-armed for writing");
@@ -183,13 +235,14 @@ int main(void)
     is_int(hs_wait(&hs, ev, 4, 50), 0, "a deleted handle is not reported");
     is_int(hs_rearm(&hs, &a, EPOLLIN), -ENOENT, "re-arming a deleted handle: -ENOENT");
     is_int(hs_del(&hs, &a), -ENOENT, "deleting twice: -ENOENT");
-    struct event_handler bad = { 100000, &no_ops };
+    struct event_handler bad = { .fd = 100000, .ops = &no_ops };
     is_int(hs_add(&hs, &bad, EPOLLIN), -EBADF, "hs_add of a closed descriptor: -EBADF");
 
     /* A batch: several ready handles in one wait, each once. */
     struct event_handler b[3];
     for (int i = 0; i < 3; i++) {
-        b[i] = (struct event_handler){ eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC), &no_ops };
+        b[i] = (struct event_handler){ .fd = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC),
+                                       .ops = &no_ops };
         hs_add(&hs, &b[i], EPOLLIN);
     }
     n = hs_wait(&hs, ev, 4, 1000);
@@ -231,7 +284,8 @@ int main(void)
      * thread, and every write is read by someone. */
     ok(hs_init(&shared) == 0, "shared set");
     for (int i = 0; i < HANDLES; i++) {
-        handles[i].eh = (struct event_handler){ eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &no_ops };
+        handles[i].eh = (struct event_handler){ .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC),
+                                                .ops = &no_ops };
         hs_add(&shared, &handles[i].eh, EPOLLIN);
     }
     pthread_t wt[WAITERS], pt[PRODUCERS];

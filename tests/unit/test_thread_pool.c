@@ -12,7 +12,13 @@
  *     batches of 1 and 8; every write must be read;
  *   - shutdown: tp_stop from outside while the pool is idle, from a handler, and with every
  *     worker busy (and, for half-sync-half-async, the queue full): tp_run returns, every
- *     thread has left. */
+ *     thread has left;
+ *   - one owner: a handle's handler never runs on two threads at once (leader-followers-edge
+ *     keeps this with the ownership word, not EPOLLONESHOT: the producers' writes that come
+ *     while a handler runs are its "more", run again by the same thread — every write is read);
+ *   - reclamation (leader-followers-edge): a retired handle is not freed while a thread that
+ *     may hold an event for it (the leader, inside epoll_wait) has not finished its batch, and
+ *     is freed once it has; under EPOLLONESHOT it is freed at once. */
 #include "handle_set.h"
 #include "test.h"
 #include "thread_pool.h"
@@ -95,6 +101,7 @@ struct th {
     enum kind kind;
     struct handle_set *hs;     /* the set it is registered in */
     struct test_pool *p;
+    _Atomic int running;       /* K_COUNT: a handler is running it */
 };
 
 struct test_pool {
@@ -108,6 +115,7 @@ struct test_pool {
     /* K_COUNT */
     _Atomic uint64_t counted;
     _Atomic unsigned handled_by[16];
+    _Atomic unsigned overlaps;  /* a K_COUNT handler entered while another ran it */
 
     /* K_GATHER: every thread processing at once */
     pthread_mutex_t lock;
@@ -132,8 +140,11 @@ static void on_event(struct event_handler *eh, uint32_t events, struct worker *w
     case K_STOP:
         break; /* not re-armed: the thread that saw it finds the pool stopping */
     case K_COUNT:
+        if (atomic_exchange(&h->running, 1))
+            atomic_fetch_add(&p->overlaps, 1);
         atomic_fetch_add(&p->counted, ev_read(eh->fd));
         atomic_fetch_add(&p->handled_by[w->index & 15], 1);
+        atomic_store(&h->running, 0);
         hs_rearm(h->hs, eh, EPOLLIN);
         break;
     case K_GATHER: {
@@ -214,9 +225,11 @@ static bool pool_start(struct test_pool *p, enum concurrency mode, unsigned nthr
     memset(p, 0, sizeof(*p));
     p->nhs = mode == CONC_REUSEPORT ? nthreads : 1;
     p->hs = calloc(p->nhs, sizeof(*p->hs));
-    for (unsigned i = 0; i < p->nhs; i++)
+    for (unsigned i = 0; i < p->nhs; i++) {
         if (hs_init(&p->hs[i]) < 0)
             return false;
+        p->hs[i].edge = mode == CONC_LEADER_FOLLOWERS_EDGE;
+    }
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->stop.eh.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -358,6 +371,8 @@ static void test_strategy(enum concurrency mode, int batch)
     ok(atomic_load(&p->counted) == want,
        "%s, batch %d: no lost wake-up: all %llu writes of the producers processed (%llu)", name,
        batch, (unsigned long long)want, (unsigned long long)atomic_load(&p->counted));
+    ok(atomic_load(&p->overlaps) == 0, "%s, batch %d: no handler ran on two threads at once "
+       "(%u overlaps)", name, batch, atomic_load(&p->overlaps));
     ok(max_waiting(p) == 1, "%s, batch %d: never more than one thread in epoll_wait on a set "
        "(one leader; at most %d seen)", name, batch, max_waiting(p));
     ok(at_rest(p), "%s, batch %d: after the load, at rest again", name, batch);
@@ -488,6 +503,55 @@ static void test_stop_busy(enum concurrency mode)
     free(p);
 }
 
+/* ---- reclamation ------------------------------------------------------------------------- */
+
+struct retiree {
+    struct tp_retired r;
+    _Atomic bool *freed;
+};
+
+static void retiree_free(struct tp_retired *r)
+{
+    struct retiree *x = (struct retiree *)r;
+    atomic_store(x->freed, true);
+    free(x);
+}
+
+static void test_retire(enum concurrency mode)
+{
+    const char *name = concurrency_names[mode];
+    struct test_pool *p = calloc(1, sizeof(*p));
+    ok(pool_start(p, mode, NTHREADS, 8) && at_rest(p), "%s: pool at rest", name);
+    static _Atomic bool freed;
+    atomic_store(&freed, false);
+    struct retiree *x = calloc(1, sizeof(*x));
+    x->r.free = retiree_free;
+    x->freed = &freed;
+    tp_retire(&p->tp, &x->r);
+    if (mode != CONC_LEADER_FOLLOWERS_EDGE) {
+        ok(atomic_load(&freed), "%s: a retired handle is freed at once", name);
+    } else {
+        /* The leader sits in epoll_wait (at rest): it may come back with an event for the
+         * handle, whatever time passes, until something wakes it. */
+        ok(!atomic_load(&freed), "%s: not freed while the leader may still return an event "
+           "for it", name);
+        struct th *h = th_new(p, K_COUNT, 0);
+        ev_write(h->eh.fd, 1); /* the leader's batch ends: its next one cannot hold it */
+        int64_t end = mono_ms() + STALL_MS;
+        while (!atomic_load(&freed) && mono_ms() < end)
+            usleep(1000);
+        ok(atomic_load(&freed), "%s: freed once the batch the leader held is done", name);
+        ok(pool_stop(p), "%s: stopped", name);
+        th_free(h);
+        pool_free(p);
+        free(p);
+        return;
+    }
+    ok(pool_stop(p), "%s: stopped", name);
+    pool_free(p);
+    free(p);
+}
+
 int main(void)
 {
     struct rlimit rl;
@@ -496,16 +560,21 @@ int main(void)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     static const enum concurrency modes[] = { CONC_LEADER_FOLLOWERS, CONC_HALF_SYNC_HALF_ASYNC,
-                                              CONC_REUSEPORT };
+                                              CONC_REUSEPORT, CONC_LEADER_FOLLOWERS_EDGE };
     test_strategy(CONC_LEADER_FOLLOWERS, 1);
     test_strategy(CONC_LEADER_FOLLOWERS, 8);
     test_strategy(CONC_HALF_SYNC_HALF_ASYNC, 8);
     test_strategy(CONC_REUSEPORT, 1);
     test_strategy(CONC_REUSEPORT, 8);
+    test_strategy(CONC_LEADER_FOLLOWERS_EDGE, 1);
+    test_strategy(CONC_LEADER_FOLLOWERS_EDGE, 8);
+    test_strategy(CONC_LEADER_FOLLOWERS_EDGE, 64);
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         test_stop_from_handler(modes[i]);
         test_stop_busy(modes[i]);
     }
+    test_retire(CONC_LEADER_FOLLOWERS);
+    test_retire(CONC_LEADER_FOLLOWERS_EDGE);
     ok(atomic_load(&waits_total) > 0, "epoll_wait was counted (%llu calls)",
        (unsigned long long)atomic_load(&waits_total));
     return test_done();

@@ -122,7 +122,7 @@ int main(void)
     struct handle_set hs;
     ok(hs_init(&hs) == 0, "handle set");
     ok(timer_init(&th, &hs) == 0, "timer heap in the set");
-    struct stopper stop = { { eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &stop_ops } };
+    struct stopper stop = { { .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .ops = &stop_ops } };
     hs_add(&hs, &stop.eh, EPOLLIN);
     ok(tp_init(&pool, NULL, CONC_LEADER_FOLLOWERS, &hs, 1, 3, 8) == 0, "a pool of 3 threads");
     pthread_t runner, chk, add[ADDERS];
