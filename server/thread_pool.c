@@ -350,20 +350,30 @@ static void *(*loop_of(const struct thread_pool *tp, unsigned i))(void *)
     return i == tp->nthreads ? reactor_loop : queue_worker_loop;
 }
 
+/* A started thread names itself (for top -H, perf, gdb): on itself that is a prctl, where
+ * naming it from the starting thread writes /proc/self/task/TID/comm, after the startup
+ * notices and racing the thread's first events. */
+static void *thread_main(void *arg)
+{
+    struct worker *w = arg;
+    char name[16];
+    snprintf(name, sizeof(name), w->index == w->pool->nthreads ? "lfhttpd-reactor" : "lfhttpd-%u",
+             w->index);
+    pthread_setname_np(pthread_self(), name);
+    return loop_of(w->pool, w->index)(w);
+}
+
 void tp_run(struct thread_pool *tp)
 {
     unsigned started = 1;
     bool failed = false;
     for (unsigned i = 1; i < tp->nworkers; i++) {
-        int rc = pthread_create(&tp->workers[i].thread, NULL, loop_of(tp, i), &tp->workers[i]);
+        int rc = pthread_create(&tp->workers[i].thread, NULL, thread_main, &tp->workers[i]);
         if (rc != 0) {
             log_error("pthread_create: %s", strerror(rc));
             failed = true;
             break;
         }
-        char name[16];
-        snprintf(name, sizeof(name), i == tp->nthreads ? "lfhttpd-reactor" : "lfhttpd-%u", i);
-        pthread_setname_np(tp->workers[i].thread, name);
         started++;
     }
     bool lf = tp->mode == CONC_LEADER_FOLLOWERS || tp->mode == CONC_LEADER_FOLLOWERS_EDGE;
