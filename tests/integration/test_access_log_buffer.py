@@ -32,7 +32,10 @@ def _start(tmpdir, extra, threads=2, log_name="access.log"):
 
 
 def writes(s):
-    """The server's write calls so far (not its sends)."""
+    """The server's write calls so far (not its sends). Counted from after the startup
+    notices: 'listening on', which the server fixture waits for, is followed by the
+    'lfhttpd serving' notice, itself a write that may come after a first count."""
+    wait_for(lambda: "lfhttpd serving" in s.stderr, what="the startup notice")
     with open("/proc/%d/io" % s.proc.pid) as f:
         for line in f:
             if line.startswith("syscw:"):
