@@ -773,6 +773,11 @@ static void watch_set_park(struct conn *c, struct worker *w)
     if (rc == 0) {
         atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
         if (hs->edge) {
+            /* The set's edge in the shared set comes when it gains an event. One that is
+             * still in it from before (a step handed on before it was empty: the body read
+             * took over, say) brings none: the owner runs it again instead. */
+            if (d->undrained)
+                conn_more(c, EPOLLIN);
             /* The set stands for the connection: its events are the connection's, and the
              * connection's ownership word covers them (handle_set.h). */
             rc = hs_rearm_fd(hs, &c->eh, d->watch_set.fd, EPOLLIN);
@@ -920,14 +925,18 @@ static void watch_set_step(struct conn *c, struct worker *w)
     struct sink_deferral *d = c->xd;
     assert(atomic_load_explicit(&c->state, memory_order_relaxed) == CS_EXCHANGE);
     exchange_event(c);
+    d->undrained = true; /* until the set is found empty (edge mode: see watch_set_park) */
     for (int i = 0; c->xd == d && d->watch_set.fd >= 0; i++) {
         struct epoll_event ev;
         if (i == WATCH_EVENTS_MAX) {
             conn_more(c, EPOLLIN); /* edge mode: the set may still be ready */
             break;
         }
-        if (epoll_wait(d->watch_set.fd, &ev, 1, 0) != 1)
+        int n = epoll_wait(d->watch_set.fd, &ev, 1, 0);
+        if (n != 1) {
+            d->undrained = n < 0;
             break;
+        }
         if (ev.data.ptr == &c->eh) {
             if (!exchange_socket(c, w, ev.events))
                 return;

@@ -111,6 +111,8 @@ struct sink_deferral {
     struct event_handler watch_set; /* the private epoll set of the watched handles and the
                                      * socket (fd -1 while there are none) */
     unsigned nwatch;
+    bool undrained;           /* edge mode: a step of the private set stopped before it was
+                               * empty, so no new edge may come for what it still holds */
 };
 
 /* ---- connection -> exchange ------------------------------------------------------------ */

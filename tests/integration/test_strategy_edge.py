@@ -206,3 +206,24 @@ def test_drain_ends_idle_connections_and_finishes_the_one_in_flight(tmpdir):
     assert srv.wait(T(20)) == 0
     for c in idle + [busy]:
         c.close()
+
+
+def test_cgi_echo_of_uploads_larger_than_its_pipes(tmpdir):
+    """A CGI that echoes a 250 KiB upload: the body goes to the script's stdin while its
+    stdout comes back, both pipes fill, and the socket and the pipes sit in the exchange's
+    private set, whose one edge in the shared set can stand for several of their events. When
+    a step of the set hands on before the set is empty (the body read takes over), no new
+    edge comes for what is left in it: the owner must run it again. It did not, and the echo
+    stalled until cgi_timeout (within a few uploads, plain or under TSan). Each response is
+    awaited for at most 20 s from the request's last byte."""
+    srv = _edge(tmpdir, conf_lines=["location /cgi-bin/ {", "    handler cgi", "}"])
+    write_file(os.path.join(tmpdir, "root", "cgi-bin", "echo"),
+               "#!/bin/sh\nprintf 'Content-Type: application/octet-stream\\n\\n'\nexec cat\n",
+               mode=0o755)
+    body = bytes(range(256)) * 1000
+    for i in range(40):
+        with Conn(srv, timeout=20) as c:
+            c.send(req("POST", "/cgi-bin/echo", {"Content-Length": str(len(body))}) + body)
+            r = c.read_response()
+            assert r.status == 200 and r.body == body, "upload %d: %d bytes back" % (
+                i, len(r.body))
