@@ -1,6 +1,6 @@
 """leader-followers-edge: the Leader/Followers pool with edge-triggered handles and an ownership
 word in place of EPOLLONESHOT. The whole suite can run under it too (`make test
-CONCURRENCY=leader-followers-edge`; not yet in .ci/run: the strategy is experimental, README);
+CONCURRENCY=leader-followers-edge`, under ThreadSanitizer in .ci/run);
 these tests aim at what is new: no
 epoll_ctl for a keep-alive request, events that come while a handle is owned ("more"), input
 left in the socket after a read that filled the buffer, interest changes (a request that comes
