@@ -282,29 +282,42 @@ static int build_headers(struct fc_entry *e, const char *type, const char *encod
  * original's Content-Type (a variant keeps it). Returns 0 or -errno. */
 static int finish_file(struct fc_entry *e, const char *type, const char *encoding, bool vary)
 {
-    http_date_format(e->st.st_mtim.tv_sec, e->last_modified);
-
-    if (e->st.st_size <= FC_SMALL_MAX) {
-        /* Snapshot the content; accept it only if the file did not change while we read. */
+    /* Snapshot a small file's content; accept it only if the file did not change while we
+     * read. If it did (rewritten in place), read again from its new stat, a few times; a file
+     * that keeps changing is served from the descriptor with the latest stat seen, and is
+     * revalidated by every request until it settles (`unsettled`): its stat from before a
+     * rewrite would frame the rewritten bytes with the old length. */
+    for (int tries = 0; e->st.st_size <= FC_SMALL_MAX; tries++) {
         size_t size = (size_t)e->st.st_size;
         e->body = malloc(size ? size : 1);
         if (!e->body)
             return -ENOMEM;
         ssize_t n = pread(e->fd, e->body, size, 0);
         struct stat st2;
-        if (n != (ssize_t)size || fstat(e->fd, &st2) < 0 || st2.st_size != e->st.st_size ||
+        bool stat_ok = fstat(e->fd, &st2) == 0;
+        if (n != (ssize_t)size || !stat_ok || st2.st_size != e->st.st_size ||
             st2.st_mtim.tv_sec != e->st.st_mtim.tv_sec ||
             st2.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec) {
             free(e->body);
             e->body = NULL; /* changing under us: serve it from the fd, do not cache content */
-        } else {
-            e->bytes += size;
-            /* Served from memory from now on: holding the descriptor would only pin one fd
-             * per cached small file. */
-            close(e->fd);
-            e->fd = -1;
+            e->unsettled = true;
+            if (!stat_ok || tries == 2)
+                break;
+            e->st = st2;
+            continue;
         }
+        e->unsettled = false;
+        e->bytes += size;
+        /* Served from memory from now on: holding the descriptor would only pin one fd per
+         * cached small file. */
+        close(e->fd);
+        e->fd = -1;
+        break;
     }
+    for (int i = 0; i < FC_NENC; i++)
+        if (e->variant[i] && e->variant[i]->unsettled)
+            e->unsettled = true; /* a precompressed sibling kept changing */
+    http_date_format(e->st.st_mtim.tv_sec, e->last_modified);
     make_etag(e, encoding);
     return build_headers(e, type, encoding, vary);
 }
@@ -629,7 +642,7 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
 
     if (e) {
         int64_t checked = atomic_load_explicit(&e->validated_ms, memory_order_relaxed);
-        if (now - checked < (int64_t)fc->interval_ms) {
+        if (now - checked < (int64_t)fc->interval_ms && !e->unsettled) {
             atomic_fetch_add_explicit(&s->hits, 1, memory_order_relaxed);
             return e;
         }
@@ -641,7 +654,7 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
             return e;
         }
         atomic_fetch_add_explicit(&s->revalidations, 1, memory_order_relaxed);
-        if (still_valid(fc, e)) {
+        if (!e->unsettled && still_valid(fc, e)) {
             atomic_store_explicit(&e->validated_ms, now, memory_order_relaxed);
             atomic_store(&e->revalidating, 0);
             return e;

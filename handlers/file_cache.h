@@ -66,6 +66,9 @@ struct fc_entry {
     bool has_variants;
     bool vary;                      /* responses carry Vary: Accept-Encoding */
     bool compressible;              /* on-the-fly variants may be made (compress.c) */
+    bool unsettled;                 /* the file kept changing while the entry was made: its
+                                     * stat is only the latest seen, so no request trusts it
+                                     * for the revalidation interval */
     /* On-the-fly variants (compress.c): each set at most once, by fc_attach(), and released
      * with the entry; otf_state says whether one is on its way or will never come. */
     _Atomic(struct fc_entry *) otf[FC_NENC];

@@ -16,7 +16,9 @@
  *   pipe (pipe, pipe2): -1 EMFILE;
  *   epoll_ctl (also through syscall()): EPOLL_CTL_ADD only, -1 ENOMEM (the kernel's memory for
  *   a registration; a re-arm, EPOLL_CTL_MOD, allocates nothing and cannot fail that way);
- *   spawn (posix_spawn, posix_spawnp): EAGAIN, nothing started.
+ *   spawn (posix_spawn, posix_spawnp): EAGAIN, nothing started;
+ *   pread (pread, pread64), of regular files only: one byte short of what the file holds at
+ *   the offset, as when it changed under the reader (the open-file cache's snapshot).
  * Modes: off; always (every armed call fails); random (ppm failures per million armed calls,
  * a xorshift generator per thread); countdown (the Nth armed call from now fails, once; the
  * mode then goes back to off by itself); from (the Nth armed call from now and every one after
@@ -48,7 +50,7 @@
 
 enum point {
     P_MALLOC, P_CALLOC, P_REALLOC, P_MEMALIGN, P_OPEN, P_ACCEPT, P_PIPE, P_EPOLL_CTL, P_SPAWN,
-    NPOINTS
+    P_PREAD, NPOINTS
 };
 enum mode { M_OFF = 0, M_ALWAYS, M_RANDOM, M_COUNTDOWN, M_FROM };
 
@@ -97,6 +99,8 @@ static int (*real_posix_spawn)(pid_t *, const char *, const posix_spawn_file_act
                                const posix_spawnattr_t *, char *const[], char *const[]);
 static int (*real_posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                                 const posix_spawnattr_t *, char *const[], char *const[]);
+static ssize_t (*real_pread)(int, void *, size_t, off_t);
+static ssize_t (*real_pread64)(int, void *, size_t, off_t);
 
 #define TLS __attribute__((tls_model("initial-exec"))) __thread
 static TLS int resolving; /* inside dlsym: serve allocations from the arena */
@@ -158,6 +162,8 @@ static void resolve(void)
     RESOLVE(epoll_ctl);
     RESOLVE(posix_spawn);
     RESOLVE(posix_spawnp);
+    RESOLVE(pread);
+    RESOLVE(pread64);
     RESOLVE(syscall);
     resolving = 0;
 }
@@ -531,4 +537,31 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
     if (should_fail(P_SPAWN, 0))
         return EAGAIN;
     return real_posix_spawnp(pid, file, fa, attr, argv, envp);
+}
+
+/* A short read: what the caller asked for, less one byte, where the file held it all. */
+static ssize_t short_pread(ssize_t (*real)(int, void *, size_t, off_t), int fd, void *buf,
+                           size_t n, off_t off)
+{
+    struct stat st;
+    if (n > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > off &&
+        should_fail(P_PREAD, 0)) {
+        ssize_t got = real(fd, buf, n, off);
+        return got > 0 ? got - 1 : got;
+    }
+    return real(fd, buf, n, off);
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    if (!real_syscall)
+        resolve();
+    return short_pread(real_pread, fd, buf, n, off);
+}
+
+ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+    if (!real_syscall)
+        resolve();
+    return short_pread(real_pread64, fd, buf, n, off);
 }

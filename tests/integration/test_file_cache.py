@@ -13,6 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib.fault import Faults, sanitizer_env  # noqa: E402
 from lib.server import T, ConnectionClosed, Conn, get, req  # noqa: E402
 from lib.static import conf_server, make_root  # noqa: E402
 
@@ -513,3 +514,49 @@ def test_cache_churn_compressed_variants_never_stale(tmpdir):
                         break
                     assert time.monotonic() < deadline, (name, coding)
                     time.sleep(0.05)
+
+
+def test_a_file_changing_while_cached_is_not_trusted_with_its_old_length(tmpdir):
+    """The cache reads a small file's content and checks that it did not change meanwhile.
+    When it did (the fault injector's short pread stands for a rewrite in place during the
+    read), the entry must not keep the stat from before: it reads the file again, and while
+    that keeps failing it serves from the descriptor and checks the file on every request.
+    Before, such an entry kept its first stat for file_cache_valid (here 60 s, so that only
+    this can go wrong): after the file was rewritten in place with more bytes, its responses
+    carried the old Content-Length and the new file's first bytes, a body that never was."""
+    f = Faults(tmpdir)
+    root = os.path.join(tmpdir, "root")
+    make_root(root, {}, mtime=None)
+    s = conf_server(tmpdir, "file_cache_valid 60s\n", root=root, threads=2,
+                    env=sanitizer_env(f.env()))
+    for i, (arm, name) in enumerate(((lambda: f.countdown(["pread"], 1), "once.txt"),
+                                     (lambda: f.always(["pread"]), "always.txt"))):
+        path = os.path.join(root, name)
+        old, new = b"A" * 5000, b"B" * 7000
+        with open(path, "wb") as fh:
+            fh.write(old)
+        before = f.failed("pread")
+        arm()
+        try:
+            r = get(s, "/" + name)      # the entry is made while the reads come up short
+        except ConnectionClosed:
+            # always.txt: the response's own read of the file comes up short too, as when
+            # the file shrinks under it, and the connection is closed mid-body
+            assert name == "always.txt"
+            r = None
+        f.off()
+        assert f.failed("pread") > before, "%s: the short read was not injected" % name
+        if r is not None:
+            assert r.status == 200 and r.body == old, (name, r.status, len(r.body))
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)   # rewritten in place: same inode
+        try:
+            os.write(fd, new)
+        finally:
+            os.close(fd)
+        for _ in range(3):
+            r = get(s, "/" + name)
+            assert r.status == 200 and r.header("Content-Length") == str(len(r.body)), name
+            # once.txt: the second read succeeded, its content was cached (the old version,
+            # whole); always.txt: served from the file, checked by every request (the new one)
+            want = old if name == "once.txt" else new
+            assert r.body == want, "%s: %d bytes starting %r" % (name, len(r.body), r.body[:8])

@@ -21,7 +21,7 @@ from lib.probe import fd_count, rss_kib
 from lib.server import BUILD, REPO
 
 POINTS = ("malloc", "calloc", "realloc", "memalign", "open", "accept", "pipe", "epoll_ctl",
-          "spawn")
+          "spawn", "pread")
 ALLOC = ("malloc", "calloc", "realloc", "memalign")
 
 MAGIC = 0x4946464C
