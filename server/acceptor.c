@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,8 +19,36 @@
 #define ACCEPT_BATCH 32
 
 /* An accept failed for lack of descriptors or memory and that was logged; cleared (and the
- * recovery logged) by the next successful accept. Process-wide, like the shortage. */
+ * recovery logged) by the next successful accept. Process-wide, like the shortage. Changed
+ * and logged under shortage_lock, so that the lines come out in the order of the changes
+ * when several listeners (reuseport's copies, one per thread) meet the shortage at once;
+ * the flag alone is read without it on every accept. */
 static _Atomic bool shortage_logged;
+static pthread_mutex_t shortage_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The shortage begins: log it once (the first caller of a shortage). */
+static void shortage_begins(const char *url, const char *what, const char *until)
+{
+    pthread_mutex_lock(&shortage_lock);
+    if (!atomic_load_explicit(&shortage_logged, memory_order_relaxed)) {
+        atomic_store_explicit(&shortage_logged, true, memory_order_relaxed);
+        log_error("accept on %s: %s; pausing accepts until %s", url, what, until);
+    }
+    pthread_mutex_unlock(&shortage_lock);
+}
+
+/* An accept succeeded: if a shortage was logged, log its end (once). */
+static inline void shortage_ends(const char *url)
+{
+    if (!atomic_load_explicit(&shortage_logged, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&shortage_lock);
+    if (atomic_load_explicit(&shortage_logged, memory_order_relaxed)) {
+        atomic_store_explicit(&shortage_logged, false, memory_order_relaxed);
+        log_notice("accepting on %s again", url);
+    }
+    pthread_mutex_unlock(&shortage_lock);
+}
 
 static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
 static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_on_event };
@@ -152,9 +181,7 @@ static bool accept_batch(struct listener *l, struct worker *w, struct conn **hel
                 /* Out of descriptors or memory: pause instead of spinning on a ready socket.
                  * The timer re-arms paused listeners every tick (250 ms) to try again; the
                  * shortage is logged once, not on every retry. */
-                if (!atomic_exchange_explicit(&shortage_logged, true, memory_order_relaxed))
-                    log_error("accept on %s: %s; pausing accepts until resources free up",
-                              l->url, strerror(err));
+                shortage_begins(l->url, strerror(err), "resources free up");
                 atomic_store(&l->paused, 1);
                 return false;
             }
@@ -166,15 +193,11 @@ static bool accept_batch(struct listener *l, struct worker *w, struct conn **hel
         if (conn_create(srv, l, fd, &peer, w, *held ? NULL : held) == -ENOMEM) {
             /* No memory for the connection (it got a 503 if it could): a shortage like one of
              * descriptors, retried on the timer tick. */
-            if (!atomic_exchange_explicit(&shortage_logged, true, memory_order_relaxed))
-                log_error("accept on %s: out of memory for a new connection; pausing accepts "
-                          "until memory frees up", l->url);
+            shortage_begins(l->url, "out of memory for a new connection", "memory frees up");
             atomic_store(&l->paused, 1);
             return false;
         }
-        if (atomic_load_explicit(&shortage_logged, memory_order_relaxed) &&
-            atomic_exchange_explicit(&shortage_logged, false, memory_order_relaxed))
-            log_notice("accepting on %s again", l->url);
+        shortage_ends(l->url);
     }
     if (i == ACCEPT_BATCH)
         hs_more(l->hs, &l->eh, EPOLLIN); /* edge mode: stopped before EAGAIN */
