@@ -925,13 +925,11 @@ static void watch_set_step(struct conn *c, struct worker *w)
     struct sink_deferral *d = c->xd;
     assert(atomic_load_explicit(&c->state, memory_order_relaxed) == CS_EXCHANGE);
     exchange_event(c);
-    d->undrained = true; /* until the set is found empty (edge mode: see watch_set_park) */
-    for (int i = 0; c->xd == d && d->watch_set.fd >= 0; i++) {
+    /* Until the set is found empty; a step that stops before (the cap, or a hand-off) leaves
+     * it set, and the release runs the set again (edge mode: see watch_set_park). */
+    d->undrained = true;
+    for (int i = 0; i < WATCH_EVENTS_MAX && c->xd == d && d->watch_set.fd >= 0; i++) {
         struct epoll_event ev;
-        if (i == WATCH_EVENTS_MAX) {
-            conn_more(c, EPOLLIN); /* edge mode: the set may still be ready */
-            break;
-        }
         int n = epoll_wait(d->watch_set.fd, &ev, 1, 0);
         if (n != 1) {
             d->undrained = n < 0;
