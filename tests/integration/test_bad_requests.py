@@ -42,7 +42,8 @@ def test_server_survives_garbage(srv):
             except OSError:
                 continue
             data = c.read_all()
-            assert not data or data.startswith(b"HTTP/1.1 4"), data[:100]
+            # random bytes that begin with a token and a space read as an unknown method: 501
+            assert not data or data.startswith((b"HTTP/1.1 4", b"HTTP/1.1 501 ")), data[:100]
     r = get(srv, "/one.txt")
     assert r.status == 200 and r.body == b"1"
     assert srv.alive()
