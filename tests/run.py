@@ -46,8 +46,13 @@ INTEGRATION = os.path.join(HERE, "integration")
 _print_lock = threading.Lock()
 
 
+_failures = []     # every FAIL block printed, repeated at the end of the run
+
+
 def out(text):
     with _print_lock:
+        if text.startswith("FAIL "):
+            _failures.append(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
 
@@ -477,6 +482,14 @@ def main():
         _kill_all_workers()
         out("interrupted")
         counter.add(0, 1)
+    if _failures:
+        # A long log is often read from its end (a CI page shows its tail): say what failed
+        # there too, with the detail, so the reader never has to search for it.
+        out("=== %d failure%s, repeated from above:" % (len(_failures),
+                                                      "" if len(_failures) == 1 else "s"))
+        for f in list(_failures):
+            sys.stdout.write(f if f.endswith("\n") else f + "\n")
+        sys.stdout.flush()
     out("(%.1fs)" % (time.monotonic() - t0))
     out("%d passed, %d failed" % (counter.passed, counter.failed))
     return 1 if counter.failed else 0
