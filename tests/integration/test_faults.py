@@ -287,7 +287,12 @@ def test_allocations_failing_at_random(tmpdir):
     all_correct(srv)                   # warm up: thread stacks, caches, carry buffers
     base = Baseline(srv)
     rss = []
-    for rnd in range(3):
+    # How many allocations fail is a matter of chance (about 55 in 3 rounds under ASan, which
+    # makes fewer calls the shim sees, 75 plain): rounds go on past the third until more than
+    # 50 have failed, so that the proof never hangs on a throw of the dice.
+    for rnd in range(8):
+        if rnd >= 3 and f.failed_total(ALLOC) > 50:
+            break
         errors, counts = [], {}
         f.random(ALLOC, ppm=50000)
         run_load(srv, 130, errors, counts)
@@ -296,10 +301,10 @@ def test_allocations_failing_at_random(tmpdir):
         assert not errors, "round %d: %s" % (rnd, errors[:5])
         all_correct(srv)
         rss.append(base.check("after round %d (%s)" % (rnd, counts)))
-        print("round %d: %s, %d allocations failed, RSS %d KiB" %
-              (rnd, counts, f.failed_total(ALLOC), rss[-1]))
+        print("round %d: %s, %d of %d allocations failed, RSS %d KiB" %
+              (rnd, counts, f.failed_total(ALLOC), sum(f.calls(p) for p in ALLOC), rss[-1]))
     assert f.failed_total(ALLOC) > 50, "too few failures to prove anything"
-    assert rss[2] - rss[0] < 6 * 1024, "RSS grew from round to round: %s KiB" % rss
+    assert rss[-1] - rss[0] < 6 * 1024, "RSS grew from round to round: %s KiB" % rss
     assert not zombies_of(srv.proc.pid)
 
 
