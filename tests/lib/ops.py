@@ -19,7 +19,7 @@ import socket
 import subprocess
 import time
 
-from .server import Server, T, binary, sanitizer_report
+from .server import Server, T, binary, free_port, sanitizer_report  # noqa: F401 (free_port: re-exported)
 
 
 def run_lfhttpd(args, cwd=None, timeout=10):
@@ -177,14 +177,6 @@ def port_is_free(port, host="127.0.0.1"):
         return s.connect_ex((host, port)) != 0
     finally:
         s.close()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def proc_ids(pid, task=None):

@@ -6,11 +6,10 @@ Standard library only; Linux /proc.
 import json
 import os
 import shutil
-import socket
 import stat
 import time
 
-from lib.server import REPO, Conn, Server, T, req
+from lib.server import REPO, Conn, Server, T, free_port, req  # noqa: F401 (free_port: re-exported)
 
 
 def proc_stat(pid):
@@ -118,10 +117,3 @@ def status_json(srv):
     assert resp.status == 200, resp
     return json.loads(resp.body)
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port

@@ -53,6 +53,46 @@ def T(seconds):
     return seconds * SCALE
 
 
+def _port_pool():
+    """Ports outside the kernel's ephemeral range: [lo, hi) to draw from, or None."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        return None
+    if lo >= 12000:
+        return lo - 11000, lo
+    if hi <= 54000:
+        return hi + 1, hi + 11001
+    return None
+
+
+def free_port():
+    """A loopback TCP port that no socket holds now, for a test that must name its port.
+
+    Drawn from below the ephemeral range: a port got from bind(0) and closed again is free
+    for the kernel to give to the next client socket's connect() (or to another test's
+    bind(0)) before the server binds it, and then the server fails to start with 'address
+    in use' -- rarely, but in a suite that makes tens of thousands of connections, now and
+    then. No autobind takes a port outside that range."""
+    pool = _port_pool()
+    for _ in range(200 if pool else 0):
+        port = random.randrange(*pool)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        return port
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def binary():
     b = BUILD if os.path.isabs(BUILD) else os.path.join(REPO, BUILD)
     return os.path.join(b, "lfhttpd")
