@@ -301,9 +301,11 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
             free(e->body);
             e->body = NULL; /* changing under us: serve it from the fd, do not cache content */
             e->unsettled = true;
-            if (!stat_ok || tries == 2)
+            if (!stat_ok)
                 break;
-            e->st = st2;
+            e->st = st2; /* the latest seen, for the next read or for serving from the fd */
+            if (tries == 2)
+                break;
             continue;
         }
         e->unsettled = false;
