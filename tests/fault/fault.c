@@ -207,14 +207,23 @@ static uint32_t next_random(void)
     return (uint32_t)(rng >> 32);
 }
 
-static bool should_fail(enum point p, size_t size)
+/* Whether point p is armed and a mode is on: the test a caller may make before doing work
+ * of its own to decide whether a call is one the point covers. */
+static bool point_on(enum point p)
 {
     struct fault_ctl *c = __atomic_load_n(&ctl, __ATOMIC_ACQUIRE);
-    if (!c || !(__atomic_load_n(&c->armed, __ATOMIC_RELAXED) & (1u << p)))
+    return c && (__atomic_load_n(&c->armed, __ATOMIC_RELAXED) & (1u << p)) &&
+           __atomic_load_n(&c->mode, __ATOMIC_RELAXED) != M_OFF;
+}
+
+static bool should_fail(enum point p, size_t size)
+{
+    if (!point_on(p))
         return false;
+    struct fault_ctl *c = __atomic_load_n(&ctl, __ATOMIC_ACQUIRE);
     uint32_t mode = __atomic_load_n(&c->mode, __ATOMIC_RELAXED);
     if (mode == M_OFF)
-        return false;
+        return false; /* switched off in between */
     if (p <= P_MEMALIGN && size < __atomic_load_n(&c->min_size, __ATOMIC_RELAXED))
         return false;
     __atomic_fetch_add(&c->calls[p], 1, __ATOMIC_RELAXED);
@@ -544,8 +553,9 @@ static ssize_t short_pread(ssize_t (*real)(int, void *, size_t, off_t), int fd, 
                            size_t n, off_t off)
 {
     struct stat st;
-    if (n > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > off &&
-        should_fail(P_PREAD, 0)) {
+    /* fstat only while the point is on: otherwise every read the server makes pays for it */
+    if (n > 0 && point_on(P_PREAD) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_size > off && should_fail(P_PREAD, 0)) {
         ssize_t got = real(fd, buf, n, off);
         return got > 0 ? got - 1 : got;
     }
