@@ -115,9 +115,9 @@ CFLAGS   += -std=gnu11 $(OPT) -fno-omit-frame-pointer $(HARDEN) $(SANFLAGS) -pth
 LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
 LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd
 
-SRCS := $(wildcard server/*.c) $(wildcard handlers/*.c)
+SRCS := $(wildcard server/*/*.c) $(wildcard handlers/*.c handlers/*/*.c)
 OBJS := $(SRCS:%.c=$(BUILD)/obj/%.o)
-LIB_OBJS := $(filter-out $(BUILD)/obj/server/main.o,$(OBJS))
+LIB_OBJS := $(filter-out $(BUILD)/obj/server/daemon/main.o,$(OBJS))
 LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -144,7 +144,7 @@ $(BUILD)/liblfhttpd.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/lfhttpd: $(BUILD)/obj/server/main.o $(BUILD)/liblfhttpd.a
+$(BUILD)/lfhttpd: $(BUILD)/obj/server/daemon/main.o $(BUILD)/liblfhttpd.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a

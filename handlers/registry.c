@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "handler.h"
-#include "runtime.h"
-#include "server.h"
+#include "exchange/handler.h"
+#include "conf/runtime.h"
+#include "daemon/server.h"
 
 static const struct handler_ops *const registry[] = {
     &static_file_handler, /* static: files beneath the root (the default) */

@@ -20,7 +20,7 @@ set -eu
 pkgs=""
 for set in "$@"; do
     case $set in
-    # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress.c)
+    # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress/)
     build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev
                  libbrotli-dev libzstd-dev libsystemd-dev python3" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one

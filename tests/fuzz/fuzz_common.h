@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "conf/config.h"
 
 /* Abort with a message: libFuzzer records the input as a crash. */
 #define FZ_CHECK(cond)                                                                     \

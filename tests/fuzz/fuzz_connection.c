@@ -25,15 +25,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "connection.h"
+#include "conn/connection.h"
 #include "fuzz_common.h"
-#include "handle_set.h"
-#include "log.h"
-#include "mime.h"
-#include "runtime.h"
-#include "server.h"
-#include "sink.h"
-#include "thread_pool.h"
+#include "lf/handle_set.h"
+#include "log/log.h"
+#include "static/mime.h"
+#include "conf/runtime.h"
+#include "daemon/server.h"
+#include "conn/sink.h"
+#include "lf/thread_pool.h"
 
 static struct server srv;
 static struct listener listener; /* a plain listener: no TLS, no PROXY header */

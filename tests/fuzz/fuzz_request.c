@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "http_parser.h"
-#include "http_strict.h"
-#include "path.h"
-#include "site.h"
+#include "http/http_parser.h"
+#include "http/http_strict.h"
+#include "http/path.h"
+#include "conf/site.h"
 
 static struct config cfg;
 

@@ -183,8 +183,8 @@ def _readme_directives():
 
 
 def _table_directives():
-    """{name: context flags} from the parser's one table (server/directives.c)."""
-    src = open(os.path.join(REPO, "server/directives.c")).read()
+    """{name: context flags} from the parser's one table (server/conf/directives.c)."""
+    src = open(os.path.join(REPO, "server/conf/directives.c")).read()
     table = src[src.index("const struct directive directive_table[] = {"):]
     table = table[:table.index("\n};")]
     return dict(re.findall(r'\{\s*"([a-z_]+)",\s*(IN_[A-Z_]+(?:\s*\|\s*IN_[A-Z_]+)*)', table))

@@ -1,6 +1,6 @@
 /* test_carry.c — unit tests for server/carry.c: size classes, one-off buffers, reuse, and
  * borrowing from several threads at once (each buffer has one holder at a time). */
-#include "carry.h"
+#include "base/carry.h"
 #include "test.h"
 
 #include <pthread.h>

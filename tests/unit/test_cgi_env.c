@@ -1,6 +1,6 @@
 /* test_cgi_env.c — unit tests for handlers/cgi_env.c (RFC 3875 meta-variables) */
-#include "cgi_env.h"
-#include "http_request.h"
+#include "cgi/cgi_env.h"
+#include "http/http_request.h"
 #include "test.h"
 
 #include <arpa/inet.h>

@@ -1,5 +1,5 @@
 /* test_cgi_head.c — unit tests for handlers/cgi_head.c (the script's header section) */
-#include "cgi_head.h"
+#include "cgi/cgi_head.h"
 #include "test.h"
 
 #include <string.h>

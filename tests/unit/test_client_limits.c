@@ -3,7 +3,7 @@
  * minute, eviction of idle entries, fail-open when every entry is in use, concurrency — and
  * that none of the table's operations allocates (the Makefile links this test with
  * --wrap=malloc,calloc,realloc,aligned_alloc: every allocation of the library is counted). */
-#include "client_limits.h"
+#include "conn/client_limits.h"
 #include "test.h"
 
 #include <arpa/inet.h>

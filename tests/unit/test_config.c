@@ -2,7 +2,7 @@
  * kind of mistake, config_from_args fails with exactly one line on stderr, "FILE:LINE: reason",
  * naming the file and the line of the mistake. Also: what a valid file sets, and that comments,
  * blank lines and quoted values are counted and read as documented. */
-#include "config.h"
+#include "conf/config.h"
 #include "test.h"
 
 #include <fcntl.h>

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cpu_limit.h"
+#include "base/cpu_limit.h"
 #include "test.h"
 
 static char base[PATH_MAX];

@@ -4,7 +4,7 @@
  * is woken for what it asked for and nothing else (a half-closed peer does not wake a handle
  * waiting to write); and with several threads waiting on one set, every event goes to exactly
  * one of them. */
-#include "handle_set.h"
+#include "lf/handle_set.h"
 #include "test.h"
 
 #include <errno.h>

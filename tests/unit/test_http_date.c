@@ -1,5 +1,5 @@
 /* test_http_date.c — unit tests for server/http_date.c */
-#include "http_date.h"
+#include "http/http_date.h"
 #include "test.h"
 
 #include <errno.h>

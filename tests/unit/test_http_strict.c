@@ -1,5 +1,5 @@
 /* test_http_strict.c — unit tests for server/http_strict.c */
-#include "http_strict.h"
+#include "http/http_strict.h"
 #include "test.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* test_mime.c — unit tests for handlers/mime.c (run from the repository root) */
-#include "mime.h"
+#include "static/mime.h"
 #include "test.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* test_path.c — unit tests for server/path.c */
-#include "path.h"
+#include "http/path.h"
 #include "test.h"
 
 #include <errno.h>

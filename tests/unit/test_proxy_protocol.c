@@ -2,8 +2,8 @@
 #include <arpa/inet.h>
 #include <string.h>
 
-#include "netaddr.h"
-#include "proxy_protocol.h"
+#include "base/netaddr.h"
+#include "http/proxy_protocol.h"
 #include "test.h"
 
 static int parse(const char *s, size_t len, char *addr, size_t cap, unsigned *port)

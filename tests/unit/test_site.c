@@ -3,8 +3,8 @@
  * names, case, port, trailing dot, the longest wildcard, the default site), which location a
  * path picks (extensions first in file order, then the longest prefix, the built-ins), and what
  * a location inherits. */
-#include "config.h"
-#include "site.h"
+#include "conf/config.h"
+#include "conf/site.h"
 #include "test.h"
 
 #include <stdio.h>

@@ -19,9 +19,9 @@
  *   - reclamation (leader-followers-edge): a retired handle is not freed while a thread that
  *     may hold an event for it (the leader, inside epoll_wait) has not finished its batch, and
  *     is freed once it has; under EPOLLONESHOT it is freed at once. */
-#include "handle_set.h"
+#include "lf/handle_set.h"
 #include "test.h"
-#include "thread_pool.h"
+#include "lf/thread_pool.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* test_timer.c — unit tests for server/timer.c: order, cancel, re-scheduling, precision */
-#include "handle_set.h"
+#include "lf/handle_set.h"
 #include "test.h"
-#include "thread_pool.h"
-#include "timer.h"
+#include "lf/thread_pool.h"
+#include "lf/timer.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,10 +4,10 @@
  * returned true (then never), never before its deadline; the heap stays a heap with every
  * entry's slot pointing at itself (checked under the heap lock while all this goes on); nothing
  * is left pending at the end. */
-#include "handle_set.h"
+#include "lf/handle_set.h"
 #include "test.h"
-#include "thread_pool.h"
-#include "timer.h"
+#include "lf/thread_pool.h"
+#include "lf/timer.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

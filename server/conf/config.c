@@ -1,0 +1,656 @@
+/* config.c — command line and configuration file; see config.h.
+ *
+ * The file format is line oriented: `directive value...` per line, `#` starts a comment, and
+ * `server NAME... {` / `location MATCH {` open blocks closed by `}`. What each directive
+ * means, where it may appear and how its values are checked is in one table (directives.c);
+ * this file reads the file and the command line and hands each directive to it. */
+#include "conf/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cpu_limit.h"
+#include "conf/directives.h"
+#include "log/log.h"
+#include "base/version.h"
+
+/* The built-in defaults. Returns 0, or -1 when out of memory (message printed): at start-up
+ * that ends the process, on a reload it keeps the running configuration. */
+static int config_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    if (site_set_init(&cfg->sites) < 0) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
+        return -1;
+    }
+    cfg->batch = 8;
+    cfg->log_level = LOG_NOTICE;
+    snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
+    snprintf(cfg->access_log, sizeof(cfg->access_log), "off");
+    cfg->max_head_size = 16 * 1024;
+    cfg->max_headers = 100;
+    cfg->max_uri_length = 8 * 1024;
+    cfg->max_body_size = 1024 * 1024;
+    cfg->max_connections = 10000;
+    cfg->file_cache_entries = 10000;
+    cfg->file_cache_size = 64 * 1024 * 1024;
+    cfg->file_cache_valid = 1000;
+    cfg->timeout_handshake = 10000;
+    cfg->tls_session_cache = 20480;
+    cfg->tls_session_timeout = 3600000;
+    cfg->tls_ticket_rotation = 3600000;
+    /* Apache's mod_reqtimeout defaults (header=20-40,MinRate=500 body=20,MinRate=500). */
+    cfg->timeout_header = 20000;
+    cfg->timeout_header_max = 40000;
+    cfg->timeout_header_min_rate = 500;
+    cfg->timeout_body = 20000;
+    cfg->timeout_body_max = 0;
+    cfg->timeout_body_min_rate = 500;
+    cfg->timeout_keepalive = 75000;
+    cfg->timeout_send = 60000;
+    cfg->drain_timeout = 30000;
+    cfg->access_log_buffer = 0; /* every line written at once: nothing lost on a crash */
+    cfg->access_log_flush = 1000;
+    cfg->tcp_notsent_lowat = 256 * 1024; /* docs/PERFORMANCE.md, "Large files" */
+    cfg->cgi_timeout = 30000;
+    cfg->cgi_max = 64;
+    cfg->compress_dynamic_max = 64;
+    snprintf(cfg->cgi_env_pass[0], sizeof(cfg->cgi_env_pass[0]), "PATH");
+    cfg->ncgi_env_pass = 1;
+    if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||
+        cidr_list_add(&cfg->status_allow, "::1") < 0) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+bool config_has_tls(const struct config *cfg)
+{
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        if (cfg->listen[i].tls)
+            return true;
+    return false;
+}
+
+/* Remove the plain (tls == false) or the TLS listeners: command-line listeners of one kind
+ * replace the file's listeners of that kind. */
+static void drop_listeners(struct config *cfg, bool tls)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        if (cfg->listen[i].tls != tls || cfg->listen[i].admin)
+            cfg->listen[n++] = cfg->listen[i]; /* --listen never replaces admin_listen */
+    cfg->nlisten = n;
+}
+
+int config_parse_listen(const char *s, struct listen_addr *la)
+{
+    char host[64] = "";
+    const char *port;
+    memset(la, 0, sizeof(*la));
+    snprintf(la->text, sizeof(la->text), "%s", s);
+    if (!strncmp(s, "systemd:", 8)) { /* a socket passed by systemd, by FileDescriptorName= */
+        const char *name = s + 8;
+        size_t n = strlen(name);
+        if (!n || n >= sizeof(la->fdname) ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@-") != n)
+            return -EINVAL;
+        memcpy(la->fdname, name, n + 1);
+        return 0;
+    }
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
+            return -EINVAL;
+        memcpy(host, s + 1, (size_t)(end - s - 1));
+        host[end - s - 1] = '\0';
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (colon) {
+            if (strchr(s, ':') != colon || (size_t)(colon - s) >= sizeof(host))
+                return -EINVAL; /* bare IPv6 must be bracketed */
+            memcpy(host, s, (size_t)(colon - s));
+            host[colon - s] = '\0';
+            port = colon + 1;
+        } else {
+            port = s;
+        }
+    }
+    if (!*port || strspn(port, "0123456789") != strlen(port) || atol(port) > 65535)
+        return -EINVAL;
+    if (!host[0] || strcmp(host, "*") == 0)
+        snprintf(host, sizeof(host), "0.0.0.0");
+    struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai == EAI_MEMORY)
+        return -ENOMEM;
+    if (gai != 0 || !res)
+        return -EINVAL;
+    memcpy(&la->ss, res->ai_addr, res->ai_addrlen);
+    la->sslen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* ---- configuration file ---------------------------------------------------------------- */
+
+/* tls_certificate CERT KEY [SERVER_NAME...] */
+int config_add_certificate(struct config *cfg, const char *where, unsigned line, char **args,
+                           int nargs)
+{
+    if (cfg->ncerts >= CONFIG_MAX_CERTS) {
+        fprintf(stderr, "%s: too many certificates (at most %d)\n", where, CONFIG_MAX_CERTS);
+        return -1;
+    }
+    struct tls_cert_conf *tc = &cfg->certs[cfg->ncerts];
+    memset(tc, 0, sizeof(*tc));
+    if (strlen(args[0]) >= sizeof(tc->cert) || strlen(args[1]) >= sizeof(tc->key)) {
+        fprintf(stderr, "%s: certificate or key path too long\n", where);
+        return -1;
+    }
+    snprintf(tc->cert, sizeof(tc->cert), "%s", args[0]);
+    snprintf(tc->key, sizeof(tc->key), "%s", args[1]);
+    size_t len = 0;
+    for (int i = 2; i < nargs; i++) {
+        size_t n = strlen(args[i]);
+        bool ok = n > 0 && n < 254 && len + n + 1 < sizeof(tc->names);
+        for (size_t k = 0; ok && k < n; k++)
+            ok = isalnum((unsigned char)args[i][k]) || strchr("-.*_", args[i][k]);
+        if (!ok) {
+            fprintf(stderr, "%s: invalid server name '%s'\n", where, args[i]);
+            return -1;
+        }
+        if (len)
+            tc->names[len++] = ' ';
+        for (size_t k = 0; k < n; k++)
+            tc->names[len++] = (char)tolower((unsigned char)args[i][k]);
+    }
+    tc->line = line;
+    cfg->ncerts++;
+    return 0;
+}
+
+/* Split a line into tokens: whitespace-separated words, "double-quoted strings" (with \" and
+ * \\ escapes), `{` and `}`; `#` outside quotes starts a comment. Returns the token count or
+ * -1 (message printed). Tokens point into `line`, which is modified. */
+#define MAX_TOKENS 32
+static char open_brace[] = "{", close_brace[] = "}";
+static int tokenize(char *line, const char *where, char **tok)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
+        if (!*p || *p == '#')
+            return n;
+        if (n == MAX_TOKENS) {
+            fprintf(stderr, "%s: too many values\n", where);
+            return -1;
+        }
+        if (*p == '"') {
+            char *out = ++p;
+            tok[n++] = out;
+            while (*p && *p != '"') {
+                if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+                    p++;
+                *out++ = *p++;
+            }
+            if (*p != '"') {
+                fprintf(stderr, "%s: unterminated quoted string\n", where);
+                return -1;
+            }
+            p++;
+            *out = '\0';
+            continue;
+        }
+        if (*p == '{' || *p == '}') {
+            tok[n++] = *p == '{' ? open_brace : close_brace;
+            *p++ = '\0';
+            continue;
+        }
+        tok[n++] = p;
+        while (*p && !strchr(" \t\r\n#{}\"", *p))
+            p++;
+        if (*p == '"') {
+            fprintf(stderr, "%s: unexpected quote\n", where);
+            return -1;
+        }
+        if (*p == '{' || *p == '}') { /* a brace glued to a word: a token of its own */
+            bool open = *p == '{';
+            *p++ = '\0';
+            if (n == MAX_TOKENS) {
+                fprintf(stderr, "%s: too many values\n", where);
+                return -1;
+            }
+            tok[n++] = open ? open_brace : close_brace;
+        } else if (*p == '#') {
+            *p = '\0';
+            return n;
+        } else if (*p) {
+            *p++ = '\0';
+        }
+    }
+}
+
+/* Where the loader is: the blocks it is in. */
+struct loader {
+    struct config *cfg;
+    struct site *site;          /* inside `server ... {` */
+    struct loc_conf *loc;       /* inside `location ... {` */
+    unsigned server_line, location_line; /* where the open blocks started */
+    bool had_listen;            /* the file's first `listen` replaces the default */
+};
+
+static int close_block(struct loader *ld, const char *where, int n)
+{
+    if (n != 1 || (!ld->site && !ld->loc)) {
+        fprintf(stderr, "%s: unexpected '}'\n", where);
+        return -1;
+    }
+    if (ld->loc) {
+        ld->loc = NULL;
+        ld->location_line = 0;
+    } else {
+        ld->site = NULL;
+        ld->server_line = 0;
+    }
+    return 0;
+}
+
+/* `server NAME... {` or `location MATCH {`. */
+static int open_block(struct loader *ld, const char *where, unsigned lineno, char **args, int n)
+{
+    const char *name = args[0];
+    if (strcmp(args[n - 1], "{")) {
+        fprintf(stderr, "%s: '%s' block must end its first line with '{'\n", where, name);
+        return -1;
+    }
+    if (!strcmp(name, "server")) {
+        if (ld->site || ld->loc) {
+            fprintf(stderr, "%s: 'server' blocks cannot be nested\n", where);
+            return -1;
+        }
+        ld->site = site_add_server(&ld->cfg->sites, where, args + 1, n - 2);
+        ld->server_line = lineno;
+        return ld->site ? 0 : -1;
+    }
+    if (ld->loc) {
+        fprintf(stderr, "%s: 'location' blocks cannot be nested\n", where);
+        return -1;
+    }
+    if (n != 3) {
+        fprintf(stderr, "%s: 'location' takes one match (a /prefix/ or *.ext)\n", where);
+        return -1;
+    }
+    ld->loc = site_add_location(ld->site ? ld->site : &ld->cfg->sites.sites[0], where, args[1]);
+    ld->location_line = lineno;
+    return ld->loc ? 0 : -1;
+}
+
+/* A directive's line, applied where the loader is. */
+static int directive_line(struct loader *ld, const char *where, unsigned lineno, char **args,
+                          int n)
+{
+    const char *name = args[0];
+    if (!strcmp(name, "{") || !strcmp(args[n - 1], "{")) {
+        fprintf(stderr, "%s: unexpected '{'\n", where);
+        return -1;
+    }
+    for (int i = 1; i < n; i++)
+        if (!strcmp(args[i], "}") || !strcmp(args[i], "{")) {
+            fprintf(stderr, "%s: braces go on their own line or end a block's first line\n", where);
+            return -1;
+        }
+    const struct directive *d = directive_find(name);
+    if (!d) {
+        fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
+        return -1;
+    }
+    unsigned in = ld->loc ? IN_LOCATION : ld->site ? IN_SERVER : IN_TOP;
+    if (!(d->in & in)) {
+        fprintf(stderr, "%s: '%s' is not allowed inside a block\n", where, name);
+        return -1;
+    }
+    if (!strcmp(name, "listen") && !ld->had_listen) {
+        drop_listeners(ld->cfg, false); /* the file's listeners replace the default */
+        ld->had_listen = true;
+    }
+    struct loc_conf *lc = ld->loc    ? ld->loc
+                          : ld->site ? &ld->site->base
+                                     : &ld->cfg->sites.sites[0].base;
+    struct dir_ctx x = { ld->cfg, lc, where, lineno };
+    return directive_apply(d, &x, args + 1, n - 1);
+}
+
+static int config_load_file(struct config *cfg, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        return -1;
+    }
+    struct loader ld = { .cfg = cfg };
+    char line[4096];
+    unsigned lineno = 0;
+    int rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        lineno++;
+        char where[PATH_MAX + 32];
+        snprintf(where, sizeof(where), "%s:%u", path, lineno);
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(stderr, "%s: line too long\n", where);
+            rc = -1;
+            break;
+        }
+        char *args[MAX_TOKENS];
+        int n = tokenize(line, where, args);
+        if (n <= 0)
+            rc = n;
+        else if (!strcmp(args[0], "}"))
+            rc = close_block(&ld, where, n);
+        else if (!strcmp(args[0], "server") || !strcmp(args[0], "location"))
+            rc = open_block(&ld, where, lineno, args, n);
+        else
+            rc = directive_line(&ld, where, lineno, args, n);
+    }
+    fclose(f);
+    if (rc == 0 && (ld.site || ld.loc)) {
+        fprintf(stderr, "%s:%u: '%s' block opened here is not closed\n", path,
+                ld.site ? ld.server_line : ld.location_line, ld.site ? "server" : "location");
+        rc = -1;
+    }
+    return rc;
+}
+
+void config_free(struct config *cfg)
+{
+    site_set_free(&cfg->sites);
+    cidr_list_free(&cfg->trusted_proxies);
+    cidr_list_free(&cfg->status_allow);
+    cidr_list_free(&cfg->limit_allow);
+}
+
+/* ---- command line ------------------------------------------------------------------------ */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: lfhttpd [OPTIONS] [ROOT]\n"
+            "\n"
+            "  -l, --listen ADDR:PORT  listen on ADDR:PORT (repeatable; IPv6 as [::1]:8080;\n"
+            "                          default 0.0.0.0:8080)\n"
+            "  -r, --root DIR          document root (default ./www); also the ROOT argument\n"
+            "  -t, --threads N         pool threads (default: one per CPU)\n"
+            "      --concurrency MODEL leader-followers (default), half-sync-half-async,\n"
+            "                          reuseport or leader-followers-edge: how the threads\n"
+            "                          share the work\n"
+            "  -c, --config FILE       read the configuration file FILE\n"
+            "  -u, --user USER[:GROUP] when started as root, run as USER (default nobody)\n"
+            "      --tls-listen ADDR:PORT  HTTPS listener (repeatable; needs a certificate)\n"
+            "      --cert FILE         TLS certificate chain, PEM (repeatable: the first is the\n"
+            "                          default, the others are chosen by SNI)\n"
+            "      --key FILE          private key of the --cert in the same position (PEM)\n"
+            "      --test-endpoints PREFIX  serve the test endpoints under PREFIX (e.g. /_test/)\n"
+            "  -t, --test              with no number after it: check the configuration, exit\n"
+            "      --probe URL         GET http://HOST:PORT/PATH once; exit 0 for 2xx/3xx, else\n"
+            "                          1 (a health check that needs no shell; no other option)\n"
+            "  -V, --version           print the version and exit\n"
+            "  -h, --help              print this help and exit\n"
+            "\n"
+            "Command-line options override the configuration file.\n");
+}
+
+static bool is_number(const char *s)
+{
+    return s && *s && strspn(s, "0123456789") == strlen(s);
+}
+
+/* Pass 1: --config, so that the file is loaded before the other flags override it. */
+static const char *config_flag(int argc, char **argv)
+{
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc)
+            file = argv[++i];
+        else if (!strncmp(a, "--config=", 9))
+            file = a + 9;
+        else if (!strncmp(a, "-c", 2) && a[2])
+            file = a + 2;
+    }
+    return file;
+}
+
+/* The options that take a value: --name VALUE, --name=VALUE, -x VALUE, -xVALUE. Returns the
+ * long name (and the attached value, if any), or NULL. */
+static const char *option_name(char *a, char **val)
+{
+    static const struct { char s; const char *l; } opts[] = {
+        { 'l', "listen" }, { 'r', "root" }, { 't', "threads" }, { 'c', "config" },
+        { 'u', "user" }, { 0, "tls-listen" }, { 0, "cert" }, { 0, "key" },
+        { 0, "test-endpoints" }, { 0, "concurrency" },
+    };
+    for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++) {
+        size_t ll = strlen(opts[k].l);
+        if (a[1] == '-' && !strncmp(a + 2, opts[k].l, ll) && (a[2 + ll] == '=' || !a[2 + ll])) {
+            *val = a[2 + ll] == '=' ? a + 3 + ll : NULL;
+            return opts[k].l;
+        }
+        if (opts[k].s && a[1] == opts[k].s) {
+            *val = a[2] ? a + 2 : NULL;
+            return opts[k].l;
+        }
+    }
+    return NULL;
+}
+
+/* What the command line gathers before it can be applied. */
+struct cli {
+    bool listen, tls_listen;   /* its listeners of that kind replace the file's */
+    const char *cert[CONFIG_MAX_CERTS], *key[CONFIG_MAX_CERTS];
+    unsigned ncert, nkey;
+    char *root;                /* the ROOT argument */
+};
+
+/* A flag is its directive, at the top level. */
+static int apply_flag(struct config *cfg, const char *where, const char *name, char *val)
+{
+    const struct directive *d = directive_find(name);
+    struct dir_ctx x = { cfg, &cfg->sites.sites[0].base, where, 0 };
+    return d ? directive_apply(d, &x, &val, 1) : -1;
+}
+
+/* Apply `--name VALUE`. Returns 0 or -1 (message printed). */
+static int cli_option(struct config *cfg, struct cli *cl, const char *name, char *val)
+{
+    char where[64];
+    snprintf(where, sizeof(where), "lfhttpd: --%s", name);
+    if (!strcmp(name, "config"))
+        return 0; /* handled in pass 1 */
+    if (!strcmp(name, "cert") || !strcmp(name, "key")) {
+        bool cert = name[0] == 'c';
+        unsigned *n = cert ? &cl->ncert : &cl->nkey;
+        if (*n == CONFIG_MAX_CERTS) {
+            fprintf(stderr, "%s: at most %d certificates\n", where, CONFIG_MAX_CERTS);
+            return -1;
+        }
+        (cert ? cl->cert : cl->key)[(*n)++] = val;
+        return 0;
+    }
+    char *colon = !strcmp(name, "user") ? strchr(val, ':') : NULL;
+    if (colon) { /* --user USER[:GROUP] */
+        *colon = '\0';
+        if (apply_flag(cfg, where, "group", colon + 1) < 0)
+            return -1;
+    }
+    if (!strcmp(name, "listen") && !cl->listen) {
+        drop_listeners(cfg, false); /* command-line listeners replace the file's */
+        cl->listen = true;
+    }
+    if (!strcmp(name, "tls-listen") && !cl->tls_listen) {
+        drop_listeners(cfg, true);
+        cl->tls_listen = true;
+    }
+    return apply_flag(cfg, where,
+                      !strcmp(name, "tls-listen")       ? "tls_listen"
+                      : !strcmp(name, "test-endpoints") ? "test_endpoints"
+                                                        : name,
+                      val);
+}
+
+/* --cert/--key pairs (in order) replace the file's certificates. */
+static int cli_certificates(struct config *cfg, const struct cli *cl)
+{
+    if (!cl->ncert && !cl->nkey)
+        return 0;
+    if (cl->ncert != cl->nkey) {
+        fprintf(stderr, "lfhttpd: --cert and --key must be given in pairs (%u --cert, "
+                        "%u --key)\n", cl->ncert, cl->nkey);
+        return -1;
+    }
+    cfg->ncerts = 0;
+    for (unsigned i = 0; i < cl->ncert; i++) {
+        char *pair[2] = { (char *)(uintptr_t)cl->cert[i], (char *)(uintptr_t)cl->key[i] };
+        if (config_add_certificate(cfg, "lfhttpd: --cert", 0, pair, 2) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* After the flags: ROOT, the certificates, the built-in locations, inheritance, and the
+ * checks that need the whole configuration. */
+static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
+{
+    if (cl->root) {
+        const struct directive *d = directive_find("root");
+        struct dir_ctx x = { cfg, &cfg->sites.sites[0].base, "lfhttpd: ROOT", 0 };
+        char *root = cl->root;
+        if (directive_apply(d, &x, &root, 1) < 0)
+            return CONFIG_ERROR;
+    }
+    unsigned nadmin = 0;
+    for (unsigned i = 0; i < cfg->nlisten; i++)
+        nadmin += cfg->listen[i].admin;
+    if (nadmin && site_add_admin(&cfg->sites) < 0)
+        return CONFIG_ERROR;
+    if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0 || cli_certificates(cfg, cl) < 0)
+        return CONFIG_ERROR;
+    if (site_set_finish(&cfg->sites) < 0 || site_set_check(&cfg->sites) < 0)
+        return CONFIG_ERROR;
+    if (cfg->nlisten == nadmin) { /* admin_listen alone does not replace the default listener */
+        if (cfg->nlisten == CONFIG_MAX_LISTEN) {
+            fprintf(stderr, "lfhttpd: too many listeners (at most %d)\n", CONFIG_MAX_LISTEN);
+            return CONFIG_ERROR;
+        }
+        config_parse_listen("0.0.0.0:8080", &cfg->listen[cfg->nlisten]);
+        cfg->nlisten++;
+    }
+    bool tls = config_has_tls(cfg);
+    if (tls && cfg->ncerts == 0) {
+        /* Point at the file's first TLS listener, unless the command line gave them. */
+        unsigned line = 0;
+        for (unsigned i = 0; i < cfg->nlisten && !line; i++)
+            if (cfg->listen[i].tls)
+                line = cfg->listen[i].line;
+        if (line)
+            fprintf(stderr, "%s:%u: a TLS listener needs a certificate (tls_certificate, or "
+                            "--cert FILE --key FILE)\n", cfg->config_file, line);
+        else
+            fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key "
+                            "FILE, or tls_certificate in the configuration file)\n");
+        return CONFIG_ERROR;
+    }
+    if (cfg->tls_ticket_key_file[0] && cfg->tls_ticket_rotation == 0) {
+        fprintf(stderr, "lfhttpd: tls_session_ticket_key_file needs session tickets, which "
+                        "tls_session_ticket_rotation 0 turns off\n");
+        return CONFIG_ERROR;
+    }
+    if (cfg->tls_redirect_http && !tls) {
+        if (cfg->tls_redirect_line)
+            fprintf(stderr, "%s:%u: tls_redirect_http on needs a TLS listener\n",
+                    cfg->config_file, cfg->tls_redirect_line);
+        else
+            fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
+        return CONFIG_ERROR;
+    }
+    if (cfg->threads == 0) {
+        /* threads auto: the CPUs this process may use, not the host's (cpu_limit.h) */
+        struct cpu_limit lim;
+        cpu_limit_read(&lim);
+        cfg->threads = lim.cpus;
+        char why[sizeof(cfg->threads_reason) - 16];
+        cpu_limit_describe(&lim, why, sizeof(why));
+        snprintf(cfg->threads_reason, sizeof(cfg->threads_reason), "threads auto: %s", why);
+    } else {
+        snprintf(cfg->threads_reason, sizeof(cfg->threads_reason), "threads %u: configured",
+                 cfg->threads);
+    }
+    return CONFIG_OK;
+}
+
+static enum config_result parse_args(struct config *cfg, int argc, char **argv)
+{
+    if (config_defaults(cfg) < 0)
+        return CONFIG_ERROR;
+    cfg->config_file = config_flag(argc, argv);
+    if (cfg->config_file && config_load_file(cfg, cfg->config_file) < 0)
+        return CONFIG_ERROR;
+    struct cli cl = { 0 };
+    bool only_args = false;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (only_args || a[0] != '-' || !a[1]) {
+            if (cl.root) {
+                fprintf(stderr, "lfhttpd: unexpected argument '%s' (see --help)\n", a);
+                return CONFIG_ERROR;
+            }
+            cl.root = a;
+        } else if (!strcmp(a, "--")) {
+            only_args = true;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return CONFIG_EXIT_OK;
+        } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            printf("lfhttpd %s\n", LFHTTPD_VERSION);
+            return CONFIG_EXIT_OK;
+        } else if (!strcmp(a, "--test") ||
+                   (!strcmp(a, "-t") && !is_number(argv[i + 1 < argc ? i + 1 : i]))) {
+            cfg->test_only = true;
+        } else {
+            char *val = NULL;
+            const char *name = option_name(a, &val);
+            if (!name) {
+                fprintf(stderr, "lfhttpd: unknown option '%s' (see --help)\n", a);
+                return CONFIG_ERROR;
+            }
+            if (!val && i + 1 >= argc) {
+                fprintf(stderr, "lfhttpd: option '--%s' needs a value (see --help)\n", name);
+                return CONFIG_ERROR;
+            }
+            if (cli_option(cfg, &cl, name, val ? val : argv[++i]) < 0)
+                return CONFIG_ERROR;
+        }
+    }
+    return cli_finish(cfg, &cl);
+}
+
+enum config_result config_from_args(struct config *cfg, int argc, char **argv)
+{
+    enum config_result r = parse_args(cfg, argc, argv);
+    if (r != CONFIG_OK)
+        config_free(cfg); /* nothing half-built outlives a failed parse */
+    return r;
+}

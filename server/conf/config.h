@@ -1,0 +1,148 @@
+/* config.h — the server's immutable configuration.
+ *
+ * Built once at start-up from the configuration file (if any) and the command line (which
+ * overrides the file), then only read. Errors are reported as "FILE:LINE: reason" (or
+ * "lfhttpd: reason" for the command line) and make the process exit with status 2. */
+#ifndef LF_CONFIG_H
+#define LF_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "base/netaddr.h"
+#include "conf/site.h"
+
+#define CONFIG_MAX_LISTEN 16
+#define CONFIG_MAX_CERTS 16
+#define CONFIG_MAX_ENV_PASS 32
+
+struct listen_addr {
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    char text[80];          /* as given, for messages */
+    bool proxy_protocol;    /* connections start with a PROXY protocol header */
+    bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
+    bool admin;             /* admin_listen: the built-ins only (health, status, metrics) */
+    unsigned line;          /* line in config_file it came from; 0: the command line */
+    char fdname[64];        /* `systemd:NAME`: the sockets systemd passed under that name
+                               (systemd.h); ss is then unset */
+};
+
+/* One certificate for the TLS listeners (tls_certificate / --cert + --key). */
+struct tls_cert_conf {
+    char cert[PATH_MAX];    /* PEM: the certificate, then its chain (intermediates) */
+    char key[PATH_MAX];     /* PEM private key, possibly encrypted (tls_passphrase_file) */
+    char names[512];        /* SNI names, space-separated; empty: the certificate's own names */
+    unsigned line;          /* line in config_file it came from; 0: the command line */
+};
+
+struct config {
+    struct listen_addr listen[CONFIG_MAX_LISTEN];
+    unsigned nlisten;
+    struct site_set sites;  /* sites[0] is the top level: the default site */
+    char mime_file[PATH_MAX]; /* "" = built-in table only */
+    unsigned threads;       /* 0 while parsing = auto; resolved by config_from_args */
+    char threads_reason[PATH_MAX + 256]; /* how `threads` was chosen (the log, /server-status) */
+    int batch;              /* events taken per epoll_wait by the leader */
+    int concurrency;        /* enum concurrency (thread_pool.h) */
+    int log_level;          /* enum log_level */
+    char user[64];              /* run as this user when started as root ("" = nobody) */
+    char group[64];             /* "" = the user's primary group */
+    struct cidr_list trusted_proxies; /* peers whose X-Forwarded-For / Forwarded we believe */
+    bool real_ip_forwarded;     /* believe Forwarded (RFC 7239) instead of X-Forwarded-For */
+    char error_log[PATH_MAX];   /* "stderr" or a file */
+    char access_log[PATH_MAX];  /* a file, "stdout", "stderr" or "off" */
+    int access_log_format;      /* enum access_log_format */
+    size_t access_log_buffer;   /* bytes of lines each thread gathers; 0: one write per line */
+    unsigned access_log_flush;  /* ms a buffered line may wait for its write */
+    size_t tcp_notsent_lowat;   /* unsent bytes a socket holds before it stops taking more;
+                                   0: the kernel's setting (net.ipv4.tcp_notsent_lowat) */
+
+    /* Limits (nginx-like defaults). */
+    size_t max_head_size;   /* request line + headers, bytes -> 431 */
+    unsigned max_headers;   /* -> 431 */
+    size_t max_uri_length;  /* -> 414 */
+    uint64_t max_body_size; /* -> 413 */
+    unsigned max_connections;
+
+    /* Per-client limits (client_limits.c). The top level's limit_conn_per_ip counts connections;
+     * a server's or location's (struct loc_conf) counts requests in flight. */
+    unsigned limit_conn_per_ip;     /* connections one client holds at once; 0 = off */
+    struct cidr_list limit_allow;   /* clients that are never limited */
+    unsigned limit_table_size;      /* entries of the table; 0 = 4 x max_connections */
+
+    /* Open-file cache. */
+    unsigned file_cache_entries;
+    size_t file_cache_size;    /* bytes of cached content and headers */
+    unsigned file_cache_valid; /* ms between revalidations of an entry */
+
+    /* Timeouts in milliseconds. */
+    /* A request head must arrive within timeout_header of its first byte; every
+     * timeout_header_min_rate bytes received extend that by a second, up to timeout_header_max
+     * from the first byte. The same for a body, from its start (timeout_body_max 0: no cap —
+     * max_body_size / min rate bounds it). Rates are bytes per second; 0: no extension. */
+    unsigned timeout_header;
+    unsigned timeout_header_max;
+    unsigned timeout_header_min_rate;
+    unsigned timeout_body;
+    unsigned timeout_body_max;
+    unsigned timeout_body_min_rate;
+    unsigned timeout_keepalive;
+    unsigned timeout_send;
+    unsigned drain_timeout;
+    unsigned drain_delay;       /* after SIGTERM: keep serving, not ready, this long */
+    unsigned timeout_handshake; /* a TLS handshake, from accept to its end */
+
+    /* TLS (tls.c). The first certificate is the default; the others are chosen by SNI. */
+    struct tls_cert_conf certs[CONFIG_MAX_CERTS];
+    unsigned ncerts;
+    char tls_passphrase_file[PATH_MAX]; /* first line decrypts encrypted keys; "" = none */
+    unsigned tls_session_cache;     /* server-side session cache entries; 0 = off */
+    unsigned tls_session_timeout;   /* ms a session may be resumed */
+    unsigned tls_ticket_rotation;   /* ms between session-ticket key rotations; 0 = no tickets */
+    char tls_ticket_key_file[PATH_MAX]; /* ticket keys shared by replicas; "" = generated keys */
+    unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
+    bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
+    unsigned tls_redirect_line;     /* where the file set it (0: not from the file) */
+
+    /* CGI (handlers/cgi.c). */
+    unsigned cgi_timeout;      /* ms a script may run before its process group is killed */
+    unsigned cgi_max;          /* scripts running at once; more -> 503 */
+    unsigned compress_dynamic_max; /* streamed responses compressed at once; more: identity */
+    char cgi_env_pass[CONFIG_MAX_ENV_PASS][64]; /* server environment variables scripts get */
+    unsigned ncgi_env_pass;
+
+    /* Built-in handlers (handlers/builtin_status.c, handlers/test_endpoints.c). */
+    struct cidr_list status_allow; /* who may see /server-status and /metrics */
+    bool status_allow_given;       /* the file set it (replacing the loopback default) */
+    char test_endpoints[256];  /* prefix of the test endpoints, "" = off */
+
+    bool reload_on_change;   /* watch.h: reload when the file or one it names changes */
+    const char *config_file; /* NULL when none */
+    bool test_only;          /* -t / --test: check the configuration and exit */
+};
+
+enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK, CONFIG_ERROR };
+
+/* Fill `cfg` from the command line (and the file named by --config). Prints usage, version or
+ * the error line itself; the caller exits 0 for CONFIG_EXIT_OK and 2 for CONFIG_ERROR. */
+enum config_result config_from_args(struct config *cfg, int argc, char **argv);
+
+/* Free what config_from_args allocated. */
+void config_free(struct config *cfg);
+/* Does the configuration have a TLS listener? */
+bool config_has_tls(const struct config *cfg);
+
+/* tls_certificate CERT KEY [SERVER_NAME...] (and --cert/--key): add a certificate. `line` is
+ * the file's line (0: the command line). Returns 0 or -1 (message printed). */
+int config_add_certificate(struct config *cfg, const char *where, unsigned line, char **args,
+                           int nargs);
+
+/* Parse "ADDR:PORT", "[V6]:PORT", "*:PORT", "PORT" or "systemd:NAME" into `la`. Returns 0,
+ * -EINVAL, or -ENOMEM (the resolver ran out of memory). */
+int config_parse_listen(const char *s, struct listen_addr *la);
+
+#endif

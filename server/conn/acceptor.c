@@ -1,0 +1,220 @@
+/* acceptor.c — accepting connections inside the Leader/Followers pool; see acceptor.h. */
+#include "conn/acceptor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn/connection.h"
+#include "log/log.h"
+#include "daemon/server.h"
+
+#define ACCEPT_BATCH 32
+
+/* An accept failed for lack of descriptors or memory and that was logged; cleared (and the
+ * recovery logged) by the next successful accept. Process-wide, like the shortage. Changed
+ * and logged under shortage_lock, so that the lines come out in the order of the changes
+ * when several listeners (reuseport's copies, one per thread) meet the shortage at once;
+ * the flag alone is read without it on every accept. */
+static _Atomic bool shortage_logged;
+static pthread_mutex_t shortage_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The shortage begins: log it once (the first caller of a shortage). */
+static void shortage_begins(const char *url, const char *what, const char *until)
+{
+    pthread_mutex_lock(&shortage_lock);
+    if (!atomic_load_explicit(&shortage_logged, memory_order_relaxed)) {
+        atomic_store_explicit(&shortage_logged, true, memory_order_relaxed);
+        log_error("accept on %s: %s; pausing accepts until %s", url, what, until);
+    }
+    pthread_mutex_unlock(&shortage_lock);
+}
+
+/* An accept succeeded: if a shortage was logged, log its end (once). */
+static inline void shortage_ends(const char *url)
+{
+    if (!atomic_load_explicit(&shortage_logged, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&shortage_lock);
+    if (atomic_load_explicit(&shortage_logged, memory_order_relaxed)) {
+        atomic_store_explicit(&shortage_logged, false, memory_order_relaxed);
+        log_notice("accepting on %s again", url);
+    }
+    pthread_mutex_unlock(&shortage_lock);
+}
+
+static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
+static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_on_event };
+
+/* l->url from the socket's bound address ("https://[::1]:8443"). */
+static void set_url(struct listener *l, int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    memset(&ss, 0, sizeof(ss));
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    const char *scheme = l->addr.tls ? "https" : "http";
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+        port = ntohs(s6->sin6_port);
+        snprintf(l->url, sizeof(l->url), "%s://[%s]:%u", scheme, host, port);
+    } else {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+        port = ntohs(s4->sin_port);
+        snprintf(l->url, sizeof(l->url), "%s://%s:%u", scheme, host, port);
+    }
+}
+
+int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
+                  const struct sockaddr_storage *bind_to)
+{
+    const struct listen_addr *la = &l->addr;
+    int fd = socket(la->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: socket: %s\n", la->text, strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (la->ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: SO_REUSEPORT: %s\n", la->text, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (bind(fd, (const struct sockaddr *)(bind_to ? bind_to : &la->ss), la->sslen) < 0 ||
+        listen(fd, 4096) < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: %s\n", la->text, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* Wake only when the client has sent something (its request or TLS hello). */
+    int defer = 10;
+    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer));
+    set_url(l, fd);
+    l->eh.fd = fd;
+    l->eh.ops = &acceptor_ops;
+    l->srv = srv;
+    return 0;
+}
+
+int acceptor_adopt(struct server *srv, struct listener *l, int fd)
+{
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (copy < 0) {
+        fprintf(stderr, "lfhttpd: listen %s: %s\n", l->addr.text, strerror(errno));
+        return -1;
+    }
+    set_url(l, copy);
+    l->eh.fd = copy;
+    l->eh.ops = &acceptor_ops;
+    l->srv = srv;
+    l->inherited = true;
+    return 0;
+}
+
+void acceptor_tune(struct listener *l)
+{
+    int one = 1; /* a socket that is not TCP refuses it: nothing to do then */
+    setsockopt(l->eh.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int acceptor_start(struct listener *l)
+{
+    return hs_add(l->hs, &l->eh, EPOLLIN);
+}
+
+void acceptor_resume(struct listener *l)
+{
+    struct server *srv = l->srv;
+    if (atomic_load_explicit(&srv->draining, memory_order_acquire) ||
+        atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed))
+        return;
+    int expected = 1;
+    if (!atomic_compare_exchange_strong(&l->paused, &expected, 0))
+        return;
+    /* Edge mode: the backlog may hold connections that brought their edge while paused. */
+    hs_more(l->hs, &l->eh, EPOLLIN);
+    if (hs_rearm(l->hs, &l->eh, EPOLLIN) == HS_KEPT)
+        atomic_store(&l->paused, 1); /* off the pool: the timer's tick resumes it */
+}
+
+/* Accept up to ACCEPT_BATCH connections; the first is held for this thread to serve (*held),
+ * the others go to the handle set. Returns whether the listener is to be re-armed. */
+static bool accept_batch(struct listener *l, struct worker *w, struct conn **held)
+{
+    struct server *srv = l->srv;
+    if (atomic_load_explicit(&l->closed, memory_order_relaxed))
+        return false; /* removed by a reload (edge mode: an event from before): leave it */
+    int i;
+    for (i = 0; i < ACCEPT_BATCH; i++) {
+        if (atomic_load_explicit(&srv->draining, memory_order_acquire))
+            return false; /* stop accepting: leave the listener disarmed */
+        if (atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed)) {
+            /* At the limit: pause; the next connection to close re-arms us. */
+            atomic_store(&l->paused, 1);
+            acceptor_resume(l); /* in case every connection closed meanwhile */
+            return false;
+        }
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof(peer);
+        int fd = accept4(l->eh.fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            int err = errno;
+            if (err == EAGAIN)
+                break;
+            if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == EPERM)
+                continue;
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                /* Out of descriptors or memory: pause instead of spinning on a ready socket.
+                 * The timer re-arms paused listeners every tick (250 ms) to try again; the
+                 * shortage is logged once, not on every retry. */
+                shortage_begins(l->url, strerror(err), "resources free up");
+                atomic_store(&l->paused, 1);
+                return false;
+            }
+            log_error("accept on %s: %s", l->url, strerror(err));
+            break;
+        }
+        atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
+        if (conn_create(srv, l, fd, &peer, w, *held ? NULL : held) == -ENOMEM) {
+            /* No memory for the connection (it got a 503 if it could): a shortage like one of
+             * descriptors, retried on the timer tick. */
+            shortage_begins(l->url, "out of memory for a new connection", "memory frees up");
+            atomic_store(&l->paused, 1);
+            return false;
+        }
+        shortage_ends(l->url);
+    }
+    if (i == ACCEPT_BATCH)
+        hs_more(l->hs, &l->eh, EPOLLIN); /* edge mode: stopped before EAGAIN */
+    return true;
+}
+
+/* Accept, give the listener back (the leader takes the next connections), then serve the
+ * first one accepted here: its request or TLS hello is usually in already, and serving it on
+ * the accepting thread saves the hand-off to another thread and an epoll round trip (nginx
+ * does the same after a deferred accept). */
+static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w)
+{
+    struct listener *l = (struct listener *)eh;
+    struct conn *held = NULL;
+    (void)events;
+    if (accept_batch(l, w, &held))
+        hs_rearm(l->hs, &l->eh, EPOLLIN);
+    if (held)
+        conn_serve_held(held, w);
+}

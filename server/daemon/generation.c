@@ -1,0 +1,150 @@
+/* generation.c — building a configuration generation (runtime.h): the one place in the core
+ * that reaches the handler registry, so that nothing else below the handlers names one. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exchange/access_log.h"
+#include "exchange/auth_basic.h"
+#include "conn/client_limits.h"
+#include "exchange/handler.h"
+#include "log/metrics.h"
+#include "conf/runtime.h"
+#include "daemon/server.h"
+#include "conf/site.h"
+#include "net/tls.h"
+
+/* Open the root of `lc`, sharing the fd of an earlier location with the same root. */
+static int open_root(struct site_set *ss, struct loc_conf *lc)
+{
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        for (unsigned j = 0; j <= s->nlocs; j++) {
+            struct loc_conf *o = j == 0 ? &s->base : &s->locs[j - 1];
+            if (o == lc)
+                goto open;
+            if (o->root_fd >= 0 && !strcmp(o->root, lc->root)) {
+                lc->root_fd = o->root_fd;
+                return 0;
+            }
+        }
+    }
+open:
+    lc->root_fd = open(lc->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (lc->root_fd < 0 || faccessat(lc->root_fd, ".", R_OK | X_OK, 0) < 0) {
+        fprintf(stderr, "lfhttpd: document root %s: %s\n", lc->root, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A location's root, its user file, and its handler instance. */
+static int init_location(struct server *srv, struct runtime *rt, struct loc_conf *lc)
+{
+    if (open_root(&rt->cfg.sites, lc) < 0)
+        return -1;
+    if (lc->auth_realm[0]) {
+        if (!lc->auth_file) {
+            fprintf(stderr, "lfhttpd: auth_basic \"%s\" needs auth_basic_user_file\n", lc->auth_realm);
+            return -1;
+        }
+        lc->auth_users = auth_load(lc->auth_file);
+        if (!lc->auth_users)
+            return -1;
+    }
+    unsigned slot;
+    lc->ops = handler_lookup(lc->handler, &slot);
+    if (!lc->ops) {
+        fprintf(stderr, "lfhttpd: unknown handler '%s'\n", lc->handler);
+        return -1;
+    }
+    struct handler_env env = { .srv = srv, .rt = rt, .process = &srv->handler_state[slot],
+                               .generation = rt->handler_state[slot] };
+    char err[256] = "out of memory";
+    lc->instance = lc->ops->create(&env, lc, err, sizeof(err));
+    if (!lc->instance) {
+        fprintf(stderr, "%s: handler %s: %s\n", lc->handler_where ? lc->handler_where : "lfhttpd",
+                lc->handler, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Does any block of the configuration set a per-client limit? */
+static bool wants_limits(const struct config *cfg)
+{
+    if (cfg->limit_conn_per_ip)
+        return true;
+    const struct site_set *ss = &cfg->sites;
+    for (unsigned i = 0; i < ss->nsites; i++)
+        for (unsigned j = 0; j <= ss->sites[i].nlocs; j++) {
+            const struct loc_conf *lc = j ? &ss->sites[i].locs[j - 1] : &ss->sites[i].base;
+            if (lc->limit_conn > 0 || lc->limit_req_interval)
+                return true;
+        }
+    return false;
+}
+
+/* The server's table of per-client limits, made the first time a generation sets a limit (its
+ * size is fixed from then on: limit_table_size, else 4 entries per max_connections). Only
+ * the thread building a generation gets here. Returns 0 or -1 (message printed). */
+static int attach_limits(struct server *srv, struct runtime *rt)
+{
+    struct limit_table *t = atomic_load_explicit(&srv->limits, memory_order_acquire);
+    if (!t && wants_limits(&rt->cfg)) {
+        const struct config *c = &rt->cfg;
+        uint64_t n = c->limit_table_size ? c->limit_table_size : 4 * (uint64_t)c->max_connections;
+        t = limit_table_new(n > UINT32_MAX ? UINT32_MAX : (unsigned)n);
+        if (!t) {
+            fprintf(stderr, "lfhttpd: per-client limits: out of memory\n");
+            return -1;
+        }
+        atomic_store_explicit(&srv->limits, t, memory_order_release);
+    }
+    rt->limits = t;
+    return 0;
+}
+
+struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned generation)
+{
+    struct runtime *rt = calloc(1, sizeof(*rt));
+    if (!rt) {
+        fprintf(stderr, "lfhttpd: out of memory\n");
+        config_free(cfg);
+        return NULL;
+    }
+    rt->cfg = *cfg; /* takes over the allocations */
+    rt->generation = generation;
+    rt->access_fd = -1;
+    atomic_store_explicit(&rt->refs, 1, memory_order_relaxed);
+    if (handlers_generation_init(srv, rt) < 0 || attach_limits(srv, rt) < 0)
+        goto fail;
+    struct site_set *ss = &rt->cfg.sites;
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        /* Its `vhost` label: names are interned for the process, so a reload keeps them. */
+        s->mx_slot = s->is_admin ? MX_VH_ADMIN
+                     : i == 0 || s->nnames == 0 || rt->cfg.test_only ? MX_VH_DEFAULT
+                     : mx_vhost_slot(s->names[0]);
+        if (init_location(srv, rt, &s->base) < 0)
+            goto fail;
+        for (unsigned j = 0; j < s->nlocs; j++)
+            if (init_location(srv, rt, &s->locs[j]) < 0)
+                goto fail;
+    }
+    /* -t checks the access log's path (config.c) but does not create the file. */
+    if (!rt->cfg.test_only && access_log_open(rt) < 0)
+        goto fail;
+    if (rt->cfg.ncerts > 0) {
+        rt->tls = tls_ctx_create(&rt->cfg); /* prints its own FILE:LINE error line */
+        if (!rt->tls)
+            goto fail;
+    }
+    return rt;
+fail:
+    runtime_free(rt);
+    return NULL;
+}
