@@ -9,6 +9,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 #include "base/cpu_limit.h"
 #include "conf/directives.h"
+#include "conf/envsubst.h"
 #include "log/log.h"
 #include "base/version.h"
 
@@ -181,7 +184,8 @@ int config_add_certificate(struct config *cfg, const char *where, unsigned line,
 }
 
 /* Split a line into tokens: whitespace-separated words, "double-quoted strings" (with \" and
- * \\ escapes), `{` and `}`; `#` outside quotes starts a comment. Returns the token count or
+ * \\ escapes), `{` and `}`; `#` outside quotes starts a comment. A `${...}` (envsubst.h) is
+ * part of its word, whatever it holds. Returns the token count or
  * -1 (message printed). Tokens point into `line`, which is modified. */
 #define MAX_TOKENS 32
 static char open_brace[] = "{", close_brace[] = "}";
@@ -220,8 +224,10 @@ static int tokenize(char *line, const char *where, char **tok)
             continue;
         }
         tok[n++] = p;
-        while (*p && !strchr(" \t\r\n#{}\"", *p))
-            p++;
+        while (*p && !strchr(" \t\r\n#{}\"", *p)) {
+            char *end = p[0] == '$' && p[1] == '{' ? strchr(p, '}') : NULL;
+            p = end ? end + 1 : p + 1 + (p[0] == '$' && p[1] == '{'); /* ${...}: one word */
+        }
         if (*p == '"') {
             fprintf(stderr, "%s: unexpected quote\n", where);
             return -1;
@@ -243,18 +249,28 @@ static int tokenize(char *line, const char *where, char **tok)
     }
 }
 
-/* Where the loader is: the blocks it is in. */
+#define INCLUDE_DEPTH_MAX 8 /* files open at once through `include`, the main one counted */
+
+/* Where the loader is: the blocks it is in, and the files it is reading. */
 struct loader {
     struct config *cfg;
     struct site *site;          /* inside `server ... {` */
     struct loc_conf *loc;       /* inside `location ... {` */
     unsigned server_line, location_line; /* where the open blocks started */
     bool had_listen;            /* the file's first `listen` replaces the default */
+    unsigned floor;             /* blocks the including files opened: not this file's to close */
+    unsigned depth;             /* files being read: stack[0..depth) */
+    char stack[INCLUDE_DEPTH_MAX][PATH_MAX]; /* their real paths, for include cycles */
 };
+
+static unsigned blocks_open(const struct loader *ld)
+{
+    return (ld->site ? 1u : 0u) + (ld->loc ? 1u : 0u);
+}
 
 static int close_block(struct loader *ld, const char *where, int n)
 {
-    if (n != 1 || (!ld->site && !ld->loc)) {
+    if (n != 1 || blocks_open(ld) <= ld->floor) {
         fprintf(stderr, "%s: unexpected '}'\n", where);
         return -1;
     }
@@ -333,15 +349,160 @@ static int directive_line(struct loader *ld, const char *where, unsigned lineno,
     return directive_apply(d, &x, args + 1, n - 1);
 }
 
-static int config_load_file(struct config *cfg, const char *path)
+#define LINE_MAX_LEN 4096 /* a line of the file, and a line's values once substituted */
+
+/* ${NAME} in every value of a line (not the directive's name): the values are rewritten into
+ * `buf`. Returns 0 or -1 (message printed). */
+static int substitute(char **args, int n, char *buf, size_t cap, const char *where)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+    size_t pos = 0;
+    for (int i = 1; i < n; i++) {
+        if (!strchr(args[i], '$'))
+            continue;
+        char err[256];
+        bool used;
+        int len = env_subst(args[i], buf + pos, cap - pos, &used, err, sizeof(err));
+        if (len < 0) {
+            fprintf(stderr, "%s: %s\n", where, err);
+            return -1;
+        }
+        args[i] = buf + pos;
+        pos += (size_t)len + 1;
+    }
+    return 0;
+}
+
+static int load_file(struct loader *ld, const char *path, const char *where);
+
+/* Remember a file or pattern for reload_on_change (watch.c). Returns 0 or -1 (message). */
+static int config_note_file(struct config *cfg, const char *path, bool pattern)
+{
+    char **nf = realloc(cfg->conf_files, (cfg->nconf_files + 1) * sizeof(*nf));
+    bool *np = nf ? realloc(cfg->conf_file_glob, (cfg->nconf_files + 1) * sizeof(*np)) : NULL;
+    if (nf)
+        cfg->conf_files = nf;
+    if (np)
+        cfg->conf_file_glob = np;
+    char *copy = np ? strdup(path) : NULL;
+    if (!copy) {
+        fprintf(stderr, "%s: out of memory\n", path);
         return -1;
     }
-    struct loader ld = { .cfg = cfg };
-    char line[4096];
+    cfg->conf_files[cfg->nconf_files] = copy;
+    cfg->conf_file_glob[cfg->nconf_files++] = pattern;
+    return 0;
+}
+
+/* `include FILE|PATTERN`: relative to the including file; a pattern's files in name order (a
+ * pattern that matches nothing includes nothing, a file that does not exist is an error). */
+static int include_line(struct loader *ld, const char *where, const char *path, char **args,
+                        int n)
+{
+    if (n != 2) {
+        fprintf(stderr, "%s: 'include' takes one file name or pattern\n", where);
+        return -1;
+    }
+    char full[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    int len = args[1][0] == '/' || !slash
+                  ? snprintf(full, sizeof(full), "%s", args[1])
+                  : snprintf(full, sizeof(full), "%.*s/%s", (int)(slash - path), path, args[1]);
+    if (len < 0 || (size_t)len >= sizeof(full)) {
+        fprintf(stderr, "%s: include: path too long\n", where);
+        return -1;
+    }
+    bool pattern = strpbrk(args[1], "*?[") != NULL;
+    if (config_note_file(ld->cfg, full, pattern) < 0)
+        return -1;
+    glob_t g;
+    int grc = glob(full, GLOB_ERR, NULL, &g);
+    if (grc == GLOB_NOMATCH && pattern)
+        return 0;
+    if (grc != 0) {
+        fprintf(stderr, "%s: include: cannot open %s: %s\n", where, full,
+                grc == GLOB_NOMATCH ? strerror(ENOENT) : grc == GLOB_NOSPACE ? strerror(ENOMEM)
+                                                                               : "read error");
+        return -1;
+    }
+    int rc = 0;
+    unsigned floor = ld->floor;
+    ld->floor = blocks_open(ld);
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++)
+        rc = load_file(ld, g.gl_pathv[i], where);
+    ld->floor = floor;
+    globfree(&g);
+    return rc;
+}
+
+/* One line of a file: tokens, substitution, then what its first word says. */
+static int one_line(struct loader *ld, const char *path, char *line, unsigned lineno,
+                    const char *where)
+{
+    char *args[MAX_TOKENS];
+    char values[LINE_MAX_LEN];
+    int n = tokenize(line, where, args);
+    if (n <= 0)
+        return n;
+    if (substitute(args, n, values, sizeof(values), where) < 0)
+        return -1;
+    if (!strcmp(args[0], "}"))
+        return close_block(ld, where, n);
+    if (!strcmp(args[0], "server") || !strcmp(args[0], "location"))
+        return open_block(ld, where, lineno, args, n);
+    if (!strcmp(args[0], "include"))
+        return include_line(ld, where, path, args, n);
+    return directive_line(ld, where, lineno, args, n);
+}
+
+/* The blocks a file opened must be closed in that file. */
+static int blocks_closed(const struct loader *ld, const char *path)
+{
+    if (blocks_open(ld) <= ld->floor)
+        return 0;
+    fprintf(stderr, "%s:%u: '%s' block opened here is not closed\n", path,
+            ld->loc ? ld->location_line : ld->server_line, ld->loc ? "location" : "server");
+    return -1;
+}
+
+/* Push `path` on the loader's stack of files, refusing a cycle. `where` is the include line
+ * (NULL for the main file). Returns 0 or -1 (message printed). */
+static int enter_file(struct loader *ld, const char *path, const char *where)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real)) {
+        if (where)
+            fprintf(stderr, "%s: include: cannot open %s: %s\n", where, path, strerror(errno));
+        else
+            fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        return -1;
+    }
+    for (unsigned i = 0; i < ld->depth; i++)
+        if (!strcmp(ld->stack[i], real)) {
+            fprintf(stderr, "%s: include cycle: %s is already being read\n", where, path);
+            return -1;
+        }
+    if (ld->depth == INCLUDE_DEPTH_MAX) {
+        fprintf(stderr, "%s: include: more than %d files nested\n", where, INCLUDE_DEPTH_MAX);
+        return -1;
+    }
+    memcpy(ld->stack[ld->depth++], real, sizeof(real));
+    return 0;
+}
+
+static int load_file(struct loader *ld, const char *path, const char *includer)
+{
+    if (enter_file(ld, path, includer) < 0)
+        return -1;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (includer)
+            fprintf(stderr, "%s: include: cannot open %s: %s\n", includer, path, strerror(errno));
+        else
+            fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        ld->depth--;
+        return -1;
+    }
+    char line[LINE_MAX_LEN];
     unsigned lineno = 0;
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof(line), f)) {
@@ -353,23 +514,23 @@ static int config_load_file(struct config *cfg, const char *path)
             rc = -1;
             break;
         }
-        char *args[MAX_TOKENS];
-        int n = tokenize(line, where, args);
-        if (n <= 0)
-            rc = n;
-        else if (!strcmp(args[0], "}"))
-            rc = close_block(&ld, where, n);
-        else if (!strcmp(args[0], "server") || !strcmp(args[0], "location"))
-            rc = open_block(&ld, where, lineno, args, n);
-        else
-            rc = directive_line(&ld, where, lineno, args, n);
+        rc = one_line(ld, path, line, lineno, where);
     }
     fclose(f);
-    if (rc == 0 && (ld.site || ld.loc)) {
-        fprintf(stderr, "%s:%u: '%s' block opened here is not closed\n", path,
-                ld.site ? ld.server_line : ld.location_line, ld.site ? "server" : "location");
-        rc = -1;
+    ld->depth--;
+    return rc == 0 ? blocks_closed(ld, path) : rc;
+}
+
+static int config_load_file(struct config *cfg, const char *path)
+{
+    struct loader *ld = calloc(1, sizeof(*ld)); /* its stack of paths is too large for a stack */
+    if (!ld) {
+        fprintf(stderr, "%s: out of memory\n", path);
+        return -1;
     }
+    ld->cfg = cfg;
+    int rc = load_file(ld, path, NULL);
+    free(ld);
     return rc;
 }
 
@@ -379,6 +540,13 @@ void config_free(struct config *cfg)
     cidr_list_free(&cfg->trusted_proxies);
     cidr_list_free(&cfg->status_allow);
     cidr_list_free(&cfg->limit_allow);
+    for (unsigned i = 0; i < cfg->nconf_files; i++)
+        free(cfg->conf_files[i]);
+    free(cfg->conf_files);
+    free(cfg->conf_file_glob);
+    cfg->conf_files = NULL;
+    cfg->conf_file_glob = NULL;
+    cfg->nconf_files = 0;
 }
 
 /* ---- command line ------------------------------------------------------------------------ */

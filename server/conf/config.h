@@ -122,6 +122,12 @@ struct config {
 
     bool reload_on_change;   /* watch.h: reload when the file or one it names changes */
     const char *config_file; /* NULL when none */
+    /* What `include` lines named, for reload_on_change: files as written (relative to the
+     * including file), and patterns (conf_file_glob[i]) whose directory is watched for names
+     * that match. Owned; freed by config_free(). */
+    char **conf_files;
+    bool *conf_file_glob;
+    unsigned nconf_files;
     bool test_only;          /* -t / --test: check the configuration and exit */
 };
 

@@ -2,6 +2,7 @@
 #include "daemon/watch.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,6 +29,7 @@ struct watched {
     char *path;             /* as the configuration names it */
     const char *base;       /* its last component */
     int dir_wd, file_wd;    /* -1: not watched (missing, or no permission) */
+    bool pattern;           /* `base` is an `include` pattern: any name it matches counts */
 };
 
 struct config_watch {
@@ -75,7 +77,8 @@ static bool matches(struct config_watch *w, const struct inotify_event *ev)
             return true;
         }
         if (ev->wd == f->dir_wd && f->dir_wd >= 0 && ev->len &&
-            (!strcmp(ev->name, f->base) || kubelet_name(ev->name))) {
+            (!strcmp(ev->name, f->base) || kubelet_name(ev->name) ||
+             (f->pattern && fnmatch(f->base, ev->name, FNM_PERIOD) == 0))) {
             /* Say the first of the file or the ..data swap, rather than the other names of a
              * kubelet update (its new and old timestamped directories). */
             bool main = !strcmp(ev->name, f->base) || !strcmp(ev->name, "..data");
@@ -171,9 +174,10 @@ static int inotify_handle(struct config_watch *w, char *err, size_t errcap)
     return 0;
 }
 
-/* Add `path` to the new table (once). */
-static void add(struct config_watch *w, struct watched **files, unsigned *n, unsigned *cap,
-                const char *path)
+/* Add `path` to the new table (once); a pattern watches its directory for the names it
+ * matches (a file of conf.d/ added, replaced or removed). */
+static void add_entry(struct config_watch *w, struct watched **files, unsigned *n, unsigned *cap,
+                      const char *path, bool pattern)
 {
     if (!path || !path[0])
         return;
@@ -206,8 +210,15 @@ static void add(struct config_watch *w, struct watched **files, unsigned *n, uns
     f->dir_wd = inotify_add_watch(w->eh.fd, dir, DIR_MASK);
     if (f->dir_wd < 0)
         log_warn("reload_on_change: cannot watch directory %s: %s", dir, strerror(errno));
-    f->file_wd = inotify_add_watch(w->eh.fd, path, FILE_MASK);
+    f->file_wd = pattern ? -1 : inotify_add_watch(w->eh.fd, path, FILE_MASK);
+    f->pattern = pattern;
     (*n)++;
+}
+
+static void add(struct config_watch *w, struct watched **files, unsigned *n, unsigned *cap,
+                const char *path)
+{
+    add_entry(w, files, n, cap, path, false);
 }
 
 static bool wd_used(const struct watched *files, unsigned n, int wd)
@@ -228,6 +239,8 @@ int watch_update(struct config_watch *w, const struct config *cfg, char *err, si
     pthread_mutex_lock(&w->lock);
     if (cfg->reload_on_change && (rc = inotify_handle(w, err, errcap)) == 0) {
         add(w, &files, &n, &cap, cfg->config_file);
+        for (unsigned i = 0; i < cfg->nconf_files; i++)
+            add_entry(w, &files, &n, &cap, cfg->conf_files[i], cfg->conf_file_glob[i]);
         add(w, &files, &n, &cap, cfg->mime_file);
         for (unsigned i = 0; i < cfg->ncerts; i++) {
             add(w, &files, &n, &cap, cfg->certs[i].cert);

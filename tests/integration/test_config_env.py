@@ -1,0 +1,157 @@
+"""Configuration from the environment and from several files: ${NAME} and ${NAME:-default} in
+any value, `include FILE|PATTERN` (relative to the including file, in name order, cycles
+refused), errors as FILE:LINE: reason, and reload_on_change for the files a pattern adds."""
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib.ops import ConfServer, one_error_line, run_lfhttpd, write_file  # noqa: E402
+from lib.procs import wait_until  # noqa: E402
+from lib.server import Server, get  # noqa: E402
+
+
+def _site(tmpdir, name):
+    root = os.path.join(tmpdir, name)
+    write_file(os.path.join(root, "v.txt"), name.upper() * 3)
+    return root
+
+
+def _check(tmpdir, path, env=None):
+    """lfhttpd -t -c PATH with the environment given: (status, stdout, stderr)."""
+    old = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        return run_lfhttpd(["-t", "-c", path], cwd="/")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+def _error(tmpdir, path, env=None):
+    rc, _, err = _check(tmpdir, path, env)
+    assert rc == 2, (rc, err)
+    return one_error_line(err)
+
+
+def test_variables_and_defaults_fill_values(tmpdir):
+    a = _site(tmpdir, "a")
+    conf = write_file(os.path.join(tmpdir, "lfhttpd.conf"),
+                      "root ${LF_TEST_ROOT}\n"
+                      "add_header X-Env \"${LF_TEST_GREETING:-hello} from ${LF_TEST_WHO}\"\n"
+                      "add_header X-Literal \"$${LF_TEST_WHO} $x\"\n")
+    env = dict(os.environ, LF_TEST_ROOT=a, LF_TEST_WHO="env")
+    env.pop("LF_TEST_GREETING", None)
+    srv = Server(args=["--config", conf], env=env)
+    try:
+        r = get(srv, "/v.txt")
+        assert r.status == 200 and r.body == b"AAA", r
+        assert r.header("X-Env") == "hello from env", r.headers
+        assert r.header("X-Literal") == "${LF_TEST_WHO} $x", r.headers
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+
+
+def test_an_unset_variable_without_default_is_refused_at_its_line(tmpdir):
+    path = write_file(os.path.join(tmpdir, "t.conf"), "threads 2\nroot ${LF_TEST_NOPE}/www\n")
+    line = _error(tmpdir, path, {})
+    assert line == ("%s:2: environment variable LF_TEST_NOPE is not set (give a default: "
+                    "${LF_TEST_NOPE:-VALUE})" % path), line
+    path = write_file(os.path.join(tmpdir, "u.conf"), "root /srv\nthreads ${LF_TEST_N\n")
+    assert re.match(r"%s:2: bad variable reference '\$\{LF_TEST_N'" % re.escape(path),
+                    _error(tmpdir, path)), path
+
+
+def test_a_value_from_the_environment_stays_out_of_the_check_output(tmpdir):
+    root = _site(tmpdir, "a")
+    path = write_file(os.path.join(tmpdir, "t.conf"),
+                      "root %s\nadd_header X-Token \"${LF_TEST_SECRET}\"\n" % root)
+    rc, out, err = _check(tmpdir, path, {"LF_TEST_SECRET": "s3cr3t-value"})
+    assert rc == 0, err
+    assert "s3cr3t-value" not in out + err, (out, err)
+
+
+def test_include_a_pattern_in_name_order_relative_to_the_including_file(tmpdir):
+    a, b = _site(tmpdir, "a"), _site(tmpdir, "b")
+    confdir = os.path.join(tmpdir, "etc")
+    write_file(os.path.join(confdir, "conf.d", "20-b.conf"),
+               "server b.test {\n    root %s\n}\nadd_header X-Order two\n" % b)
+    write_file(os.path.join(confdir, "conf.d", "10-a.conf"),
+               "server a.test {\n    root %s\n}\nadd_header X-Order one\n" % a)
+    write_file(os.path.join(confdir, "conf.d", "notes.txt"), "not a configuration\n")
+    write_file(os.path.join(confdir, "conf.d", "empty", ".keep"), "")
+    conf = write_file(os.path.join(confdir, "lfhttpd.conf"),
+                      "root %s\ninclude conf.d/*.conf\ninclude conf.d/empty/*.conf\n" % a)
+    # Started from another directory: the pattern is the including file's, not the cwd's.
+    srv = Server(args=["--config", conf], cwd="/")
+    try:
+        ra = get(srv, "/v.txt", headers=[("Host", "a.test")])
+        rb = get(srv, "/v.txt", headers=[("Host", "b.test")])
+        assert (ra.status, ra.body, rb.status, rb.body) == (200, b"AAA", 200, b"BBB"), (ra, rb)
+        assert [v for k, v in ra.headers if k.lower() == "x-order"] == ["one", "two"], ra.headers
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+
+
+def test_include_inside_a_block_and_blocks_stay_in_their_file(tmpdir):
+    a = _site(tmpdir, "a")
+    write_file(os.path.join(a, "x", "v.txt"), "XXX")
+    write_file(os.path.join(tmpdir, "locs.conf"), "location /x/ {\n    add_header X-Loc yes\n}\n")
+    conf = write_file(os.path.join(tmpdir, "main.conf"),
+                      "root %s\nserver a.test {\n    include locs.conf\n}\n" % a)
+    srv = Server(args=["--config", conf])
+    try:
+        r = get(srv, "/x/v.txt", headers=[("Host", "a.test")])
+        assert r.status == 200 and r.header("X-Loc") == "yes", r
+    finally:
+        srv.stop()
+    closer = write_file(os.path.join(tmpdir, "closer.conf"), "add_header X-A 1\n}\n")
+    main = write_file(os.path.join(tmpdir, "m2.conf"),
+                      "root %s\nserver a.test {\n    include closer.conf\n}\n" % a)
+    assert _error(tmpdir, main) == "%s:2: unexpected '}'" % closer
+    opener = write_file(os.path.join(tmpdir, "opener.conf"), "\nlocation /y/ {\n")
+    main = write_file(os.path.join(tmpdir, "m3.conf"), "root %s\ninclude opener.conf\n" % a)
+    assert _error(tmpdir, main) == "%s:2: 'location' block opened here is not closed" % opener
+
+
+def test_include_errors_name_the_include_line(tmpdir):
+    a = _site(tmpdir, "a")
+    missing = write_file(os.path.join(tmpdir, "m.conf"), "root %s\ninclude nope.conf\n" % a)
+    assert _error(tmpdir, missing) == "%s:2: include: cannot open %s: No such file or directory" \
+        % (missing, os.path.join(tmpdir, "nope.conf"))
+    two = write_file(os.path.join(tmpdir, "two.conf"), "include a.conf b.conf\n")
+    assert _error(tmpdir, two) == "%s:1: 'include' takes one file name or pattern" % two
+    # a.conf -> b.conf -> a.conf
+    write_file(os.path.join(tmpdir, "a.conf"), "root %s\ninclude b.conf\n" % a)
+    b = write_file(os.path.join(tmpdir, "b.conf"), "\n\ninclude a.conf\n")
+    assert _error(tmpdir, os.path.join(tmpdir, "a.conf")) == \
+        "%s:3: include cycle: %s is already being read" % (b, os.path.join(tmpdir, "a.conf"))
+    selfish = write_file(os.path.join(tmpdir, "self.conf"), "include *.conf\n")
+    assert "include cycle" in _error(tmpdir, selfish)
+    # An error inside an included file names that file and its line.
+    write_file(os.path.join(tmpdir, "d", "bad.conf"), "threads 2\nthreads many\n")
+    top = write_file(os.path.join(tmpdir, "top.conf"), "root %s\ninclude d/*.conf\n" % a)
+    line = _error(tmpdir, top)
+    assert line.startswith("%s:2: " % os.path.join(tmpdir, "d", "bad.conf")), line
+
+
+def test_a_file_added_to_an_included_pattern_reloads(tmpdir):
+    a, b = _site(tmpdir, "a"), _site(tmpdir, "b")
+    confd = os.path.join(tmpdir, "conf.d")
+    os.makedirs(confd)
+    srv = ConfServer(tmpdir, "reload_on_change on\nlog_level info\nroot %s\n"
+                     "include conf.d/*.conf\n" % a)
+    try:
+        assert get(srv, "/v.txt").body == b"AAA"
+        tmp = os.path.join(confd, ".new")
+        write_file(tmp, "root %s\n" % b)
+        os.rename(tmp, os.path.join(confd, "site.conf"))
+        assert wait_until(lambda: "configuration reloaded (generation 2)" in srv.stderr, 15), \
+            srv.stderr
+        assert get(srv, "/v.txt").body == b"BBB"
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
