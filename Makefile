@@ -129,8 +129,7 @@ FUZZERS := fuzz_request fuzz_connection fuzz_config
 FUZZ_SECONDS ?= 60
 
 .PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test \
-        quickstart-test bench install uninstall man package package-test package-install-test soak \
-        analyze
+        quickstart-test bench install uninstall man package package-test package-install-test soak
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -202,6 +201,7 @@ container-test:
 
 # Static analysis: its last line is "N passed, N failed" (source files without a finding, and
 # those with one), as .ci/run reads it.
+.PHONY: analyze
 analyze:
 	@LLHTTP_INC=$(LLHTTP_INC) sh tools/analyze.sh $(BUILD)
 
