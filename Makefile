@@ -29,6 +29,8 @@
 #   make fuzz-run FUZZ_SECONDS=60   replay tests/fuzz/regression/, then fuzz each harness
 #   make soak                 mixed checked traffic, reloads and log rotations for SOAK_SECONDS
 #                             (default 600); fails on growth or on any error a client sees
+#   make analyze              cppcheck over server/ and handlers/ (tools/analyze.sh; false
+#                             positives in tools/cppcheck-suppressions.xml): nothing may be found
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
 #                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run): docs/PERFORMANCE.md
 #
@@ -44,12 +46,13 @@
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
 DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench install man package \
-              package-test package-install-test soak
+              package-test package-install-test soak analyze
 DEPS_SETS  := build \
     $(if $(filter test fuzz-run container-test quickstart-test soak,$(MAKECMDGOALS)),test) \
     $(if $(filter package package-test package-install-test,$(MAKECMDGOALS)),package) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
-    $(if $(filter bench,$(MAKECMDGOALS)),bench)
+    $(if $(filter bench,$(MAKECMDGOALS)),bench) \
+    $(if $(filter analyze,$(MAKECMDGOALS)),analyze)
 
 ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
 ifndef LFHTTPD_DEPS_DONE
@@ -195,6 +198,12 @@ test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so
 
 container-test:
 	@bash tests/container/run.sh
+
+# Static analysis: its last line is "N passed, N failed" (source files without a finding, and
+# those with one), as .ci/run reads it.
+.PHONY: analyze
+analyze:
+	@LLHTTP_INC=$(LLHTTP_INC) sh tools/analyze.sh $(BUILD)
 
 quickstart-test:
 	@bash tests/quickstart/run.sh

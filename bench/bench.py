@@ -75,7 +75,7 @@ VARIANTS = {"lfhttpd-" + v.split(":", 1)[0].strip(): v.split(":", 1)[1].split("|
 LFHTTPD_EXTRA = []  # configuration lines this build needs (see main)
 PHASES = [p for p in os.environ.get("BENCH_PHASES", "throughput,strace,callgrind,idle,strategies")
           .split(",") if p]
-# the strategies phase (issue 8): lfhttpd's concurrency strategies side by side
+# the strategies phase: lfhttpd's concurrency strategies side by side
 STRATEGIES = [s.strip() for s in os.environ.get(
     "BENCH_STRATEGIES", "leader-followers,half-sync-half-async,reuseport,leader-followers-edge")
     .split(",") if s.strip()]
@@ -233,7 +233,7 @@ def loadavg():
 FIXTURES = {"1k.html": 1024, "256k.bin": 256 * 1024, "10m.bin": 10 * 1024 * 1024}
 
 
-# The compression scenarios (issue 13): a real ~90 KiB HTML page and a ~283 KiB JavaScript
+# The compression scenarios: a real ~90 KiB HTML page and a ~283 KiB JavaScript
 # bundle, from Debian's packages of the bench set (valgrind's manual, libjs-jquery).
 COMPRESS_FIXTURES = {"page.html": "/usr/share/doc/valgrind/html/manual-core-adv.html",
                      "bundle.js": "/usr/share/javascript/jquery/jquery.js"}
@@ -603,7 +603,7 @@ SCENARIOS = [
              tls=True, ceiling=False),
     Scenario("https-new", "HTTPS 1 KiB file, a new TLS session per connection, 64 clients",
              "/1k.html", 64, headers=("Connection: close",), tls=True, ceiling=False),
-    # compression (issue 13): a browser's Accept-Encoding; nginx `gzip on` (level 1, per
+    # compression: a browser's Accept-Encoding; nginx `gzip on` (level 1, per
     # request), h2o `compress: ON`, lighttpd mod_deflate with deflate.cache-dir, lfhttpd's
     # defaults (made once, br 11). bytes/resp in the table.
     Scenario("gz-page", "~90 KiB HTML page, Accept-Encoding of a browser, 64 connections",
@@ -934,7 +934,7 @@ def idle_run(name, count):
             "bytes_per_conn": (after - before) * 1024 / max(answered, 1)}
 
 
-# ---- strategies: lfhttpd's concurrency strategies side by side (issue 8) ------------------------
+# ---- strategies: lfhttpd's concurrency strategies side by side ------------------------------
 
 STRATEGY_SHORT = {"leader-followers": "lf", "half-sync-half-async": "hsha", "reuseport": "reuseport",
                   "leader-followers-edge": "lf-edge"}
@@ -1050,7 +1050,7 @@ def strategy_servers(strategies, notes, alloc_lib):
         if accepted[s]:
             extra.append(f"concurrency {s}")
         elif s == "leader-followers" and not any(accepted.values()):
-            # a build from before issue 8: Leader/Followers is all it has, and its default
+            # a build from before the strategies: Leader/Followers is all it has, and its default
             notes.append("strategies: this lfhttpd has no `concurrency` directive; "
                          "leader-followers measured as the build's only strategy, "
                          "the others skipped")
@@ -1341,7 +1341,7 @@ def table_throughput(sc, summ):
 
 
 def key_figures(results):
-    """One row per server: the figures the issue's targets are stated in."""
+    """One row per server: the figures the targets are stated in."""
     th = results.get("throughput", {})
     names = []
     for part in (th.get("1k", {}), results.get("callgrind", {}), results.get("strace", {}),

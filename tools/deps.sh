@@ -5,6 +5,7 @@
 #   test   run the test suite (make test): the clients and the reference servers it talks to
 #   fuzz   the libFuzzer harnesses (make fuzz): clang with libFuzzer and the sanitizer runtimes
 #   bench  the benchmark (make bench): the peers and the profilers
+#   analyze  static analysis (make analyze): cppcheck
 #   package  the Debian package (make package): debhelper, lintian and debian/control's
 #          Build-Depends (those of its test subset too)
 #
@@ -35,11 +36,12 @@ for set in "$@"; do
                 python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace
                 prometheus" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
+    analyze) pkgs="$pkgs cppcheck" ;;
     package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
                    systemd" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
                  lighttpd-mod-openssl lighttpd-mod-deflate libjs-jquery valgrind strace" ;;
-    *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package)" >&2; exit 2 ;;
+    *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package, analyze)" >&2; exit 2 ;;
     esac
 done
 missing=""

@@ -16,7 +16,7 @@
 #
 # No container registry is needed or contacted. Run as root. Prints `# ` notes on stdout; on failure,
 # one `podman-setup: reason` line on stderr and exit status 1. Used by tests/container/run.sh
-# and tests/quickstart/run.sh (see ../shared/CONTAINERS.md for why each setting is there).
+# and tests/quickstart/run.sh (step 2 above says why each setting is there).
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 

@@ -351,7 +351,7 @@ static void metric(struct out *o, const char *name, const char *type, const char
     outf(o, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
 }
 
-/* The per-client limits (server/client_limits.h). */
+/* The per-client limits (server/conn/client_limits.h). */
 static void metrics_limits(struct out *o, const struct limit_stats *l)
 {
     metric(o, "lfhttpd_limit_connections_refused_total", "counter",
@@ -371,7 +371,7 @@ static void metrics_limits(struct out *o, const struct limit_stats *l)
            "Clients let through because the limits table had no free entry.", l->fail_open);
 }
 
-/* The labelled families (server/metrics.h): only the series that counted something. */
+/* The labelled families (server/log/metrics.h): only the series that counted something. */
 static void metrics_labelled(struct out *o, const struct mx_totals *t)
 {
     outf(o, "# HELP lfhttpd_http_requests_total Exchanges completed, by status sent, method "

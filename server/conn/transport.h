@@ -7,7 +7,7 @@
  *
  * The interest: with -EAGAIN a transport may store in conn.tp_want the events it needs before
  * the operation can progress (TLS: a read that must first write a handshake message wants
- * EPOLLOUT); conn_arm() uses them instead of its own. 0 means "the caller's interest".
+ * EPOLLOUT); conn_try_park() uses them instead of its own. 0 means "the caller's interest".
  *
  * Retry contract of writev/sendfile: bytes not reported as written must be offered again, the
  * same bytes from the same position, by the next write on the connection (the connection parks

@@ -150,7 +150,7 @@ void server_destroy(struct server *srv);
 /* Start a graceful drain (idempotent): stop accepting, close idle connections, let responses
  * in flight finish, stop when none is left or at the drain deadline. */
 void server_begin_drain(struct server *srv);
-/* What the probes report (handlers/builtin_status.c): ready: listeners up, pool running and no
+/* What the probes report (builtin/builtin_status.c): ready: listeners up, pool running and no
  * stop requested; stopping: a graceful stop was requested (the drain may not have begun yet). */
 bool server_ready(struct server *srv);
 bool server_stopping(struct server *srv);

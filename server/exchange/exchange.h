@@ -1,4 +1,4 @@
-/* exchange.h — one request/response exchange, as handlers see it (server/exchange.c).
+/* exchange.h — one request/response exchange, as handlers see it (server/exchange/exchange.c).
  *
  * An exchange is built on the processing thread's stack for every request and handed to the
  * location's handler (handler.h). The handler answers by building a head (http_response.h)
@@ -156,7 +156,7 @@ int ex_stream_end(struct exchange *ex);
 /* ---- filters of streamed bodies ------------------------------------------------------------ */
 
 /* A filter transforms the body of a streamed response between the handler's ex_stream_write()
- * and the framing (compression of dynamic responses: handlers/compress_stream.c). A handler
+ * and the framing (compression of dynamic responses: compress/compress_stream.c). A handler
  * type installs one in a configuration generation (runtime.h: stream_filter); neither the
  * handler that streams nor the connection knows it is there. */
 struct ex_filter_ops {

@@ -117,7 +117,8 @@ void resp_header(struct response *r, const char *name, size_t namelen, const cha
 void resp_header_u64(struct response *r, const char *name, size_t namelen, uint64_t v)
 {
     char num[24];
-    resp_header(r, name, namelen, num, fmt_u64(num, v));
+    size_t n = fmt_u64(num, v); /* its own statement: num is filled before anything reads it */
+    resp_header(r, name, namelen, num, n);
 }
 
 size_t http_error_page(int status, char *out, size_t cap)

@@ -3,7 +3,7 @@
 #
 # Builds the image from the Dockerfile with podman and runs it the way a user would:
 #   1. tools/podman-setup.sh slim: podman (Debian's package) and its machine settings,
-#      installed / written when missing (see ../shared/CONTAINERS.md); a local
+#      installed / written when missing (that script says why); a local
 #      debian:bookworm-slim base image made with tools/mkbase.sh when there is none (no
 #      registry is needed or contacted);
 #   2. podman build --pull=never --format docker (docker format keeps the HEALTHCHECK); the

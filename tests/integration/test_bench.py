@@ -55,7 +55,7 @@ def test_bench_strategies_phase_tiny_load(tmpdir):
     with open(os.path.join(out, "strategies.md")) as f:
         table = f.read()
     have = {s: accepted(s, tmpdir) for s in STRATEGIES}
-    want = [s for s in STRATEGIES if have[s]] or ["leader-followers"]  # a build before issue 8
+    want = [s for s in STRATEGIES if have[s]] or ["leader-followers"]  # an older build
     for s in STRATEGIES:
         if s not in want:
             assert "skipped (this lfhttpd rejects `concurrency %s`)" % s in stdout, s

@@ -1,4 +1,4 @@
-"""CGI/1.1 (handlers/cgi.c): meta-variables, bodies, responses, limits, processes."""
+"""CGI/1.1 (handlers/cgi/cgi.c): meta-variables, bodies, responses, limits, processes."""
 
 import json
 import os

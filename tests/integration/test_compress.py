@@ -1,4 +1,4 @@
-"""Compression on the fly, paid once (handlers/compress.c): gzip, Brotli and zstd variants of
+"""Compression on the fly, paid once (compress/compress.c): gzip, Brotli and zstd variants of
 static files, byte-identical once decoded (Python's gzip, Debian's python3-brotli and
 python3-zstandard), negotiated like the precompressed siblings (which win for their coding),
 Vary on every response of a compressible resource, a strong ETag per representation (stable

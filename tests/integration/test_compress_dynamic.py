@@ -1,4 +1,4 @@
-"""Compression of streamed responses (`compress_dynamic on`, handlers/compress_stream.c): CGI
+"""Compression of streamed responses (`compress_dynamic on`, compress/compress_stream.c): CGI
 output and the test endpoints' streams, gzip or zstd as the client's Accept-Encoding prefers,
 byte-identical once decoded; flushed piece by piece; Vary on every eligible response; a strong
 ETag made weak; HEAD like GET; HTTP/1.0 close-delimited; what is never compressed; the bound

@@ -346,7 +346,7 @@ def test_truncated_in_place_never_misframed(tmpdir):
             assert r2.status == 200
 
 
-# ---- the same churn, with compressed variants (handlers/compress.c) ------------------------------
+# ---- the same churn, with compressed variants (handlers/compress/compress.c) ---------------------
 
 def text_version(name, n, size):
     """Content number n of `name`: self-identifying and compressible, `size` bytes."""

@@ -1,5 +1,5 @@
 """make install / uninstall, the installed configuration, units, logrotate snippet and man
-pages (issue 15)."""
+pages."""
 
 import os
 import pwd

@@ -1,4 +1,4 @@
-"""Per-client limits (issue 17): limit_conn_per_ip, limit_req_per_ip, limit_allow,
+"""Per-client limits: limit_conn_per_ip, limit_req_per_ip, limit_allow,
 limit_table_size — applied to the real client address (the TCP peer, a PROXY header's source,
 or a trusted proxy's X-Forwarded-For), IPv6 grouped by /64, in a table of bounded size.
 

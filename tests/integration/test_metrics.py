@@ -1,4 +1,4 @@
-"""Metrics a cluster can scrape (issue 14): labelled request counters, the latency histogram,
+"""Metrics a cluster can scrape: labelled request counters, the latency histogram,
 TLS handshakes, checked by promtool; admin_listen; bounded labels; counters across reloads.
 
 Every request whose count a test checks is sent with `Connection: close` and read until the

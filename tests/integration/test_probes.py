@@ -1,4 +1,4 @@
-"""Kubernetes-style probes and drain_delay (issue 14): /livez, /readyz beside /healthz; after
+"""Kubernetes-style probes and drain_delay: /livez, /readyz beside /healthz; after
 SIGTERM with drain_delay the server keeps serving while it reports not-ready, then drains."""
 
 import os

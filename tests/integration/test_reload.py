@@ -1,4 +1,4 @@
-"""SIGHUP: atomic configuration reload (issue 7)."""
+"""SIGHUP: atomic configuration reload."""
 
 import os
 import signal

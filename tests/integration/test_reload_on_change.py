@@ -1,4 +1,4 @@
-"""reload_on_change (issue 14): the configuration file and the files it names are watched with
+"""reload_on_change: the configuration file and the files it names are watched with
 inotify; a change reloads atomically, as SIGHUP does, without any signal. The Kubernetes case is
 done the kubelet's way (lib/kubelet.py: a new timestamped directory, the ..data symlink renamed
 over the old one): for a configuration, a certificate, a MIME table, an htpasswd file; a bad

@@ -1,4 +1,4 @@
-"""systemd: socket activation and the notify protocol (issue 15), with real systemd tools.
+"""systemd: socket activation and the notify protocol, with real systemd tools.
 
 Sockets are passed by systemd-socket-activate (LISTEN_FDS, LISTEN_PID, LISTEN_FDNAMES); the
 notifications go to a NOTIFY_SOCKET datagram socket that the test binds and reads, exactly as

@@ -1,4 +1,4 @@
-"""threads auto counts the CPUs the process may use (issue 14): the affinity mask, here set with
+"""threads auto counts the CPUs the process may use: the affinity mask, here set with
 taskset, and the cgroup CPU quota (the container test runs `podman run --cpus`). The start-up
 log and /server-status say how many threads and why."""
 

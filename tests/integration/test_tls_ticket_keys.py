@@ -1,4 +1,4 @@
-"""tls_session_ticket_key_file (issue 14): replicas given the same key file resume each other's
+"""tls_session_ticket_key_file: replicas given the same key file resume each other's
 sessions; other keys do not; rotation by replacing the file (and a second key that still opens
 tickets); bad files are configuration errors. Sessions are carried between servers with
 `openssl s_client -sess_out / -sess_in`, which says "Reused" or "New"."""

@@ -1,4 +1,4 @@
-/* test_carry.c — unit tests for server/carry.c: size classes, one-off buffers, reuse, and
+/* test_carry.c — unit tests for server/base/carry.c: size classes, one-off buffers, reuse, and
  * borrowing from several threads at once (each buffer has one holder at a time). */
 #include "base/carry.h"
 #include "test.h"

@@ -1,4 +1,4 @@
-/* test_cgi_env.c — unit tests for handlers/cgi_env.c (RFC 3875 meta-variables) */
+/* test_cgi_env.c — unit tests for handlers/cgi/cgi_env.c (RFC 3875 meta-variables) */
 #include "cgi/cgi_env.h"
 #include "http/http_request.h"
 #include "test.h"

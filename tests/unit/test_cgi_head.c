@@ -1,4 +1,4 @@
-/* test_cgi_head.c — unit tests for handlers/cgi_head.c (the script's header section) */
+/* test_cgi_head.c — unit tests for handlers/cgi/cgi_head.c (the script's header section) */
 #include "cgi/cgi_head.h"
 #include "test.h"
 

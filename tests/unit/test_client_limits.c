@@ -1,4 +1,4 @@
-/* test_client_limits.c — unit tests for server/client_limits.c: the client key (IPv6 by /64),
+/* test_client_limits.c — unit tests for conn/client_limits.c: the client key (IPv6 by /64),
  * the rate syntax, the token bucket (GCRA), and the table: slots, buckets, logging once a
  * minute, eviction of idle entries, fail-open when every entry is in use, concurrency — and
  * that none of the table's operations allocates (the Makefile links this test with

@@ -1,4 +1,4 @@
-/* test_config.c — the configuration parser's errors (server/config.c, server/site.c): for each
+/* test_config.c — the configuration parser's errors (conf/config.c, conf/site.c): for each
  * kind of mistake, config_from_args fails with exactly one line on stderr, "FILE:LINE: reason",
  * naming the file and the line of the mistake. Also: what a valid file sets, and that comments,
  * blank lines and quoted values are counted and read as documented. */

@@ -1,4 +1,4 @@
-/* test_handle_set.c — unit tests for server/handle_set.c: the EPOLLONESHOT contract the pool
+/* test_handle_set.c — unit tests for server/lf/handle_set.c: the EPOLLONESHOT contract the pool
  * relies on. A reported handle stays silent until it is re-armed, whatever arrives meanwhile;
  * re-arming a handle that is still ready reports it again at once (level-triggered); a handle
  * is woken for what it asked for and nothing else (a half-closed peer does not wake a handle

@@ -1,4 +1,4 @@
-/* test_http_date.c — unit tests for server/http_date.c */
+/* test_http_date.c — unit tests for server/http/http_date.c */
 #include "http/http_date.h"
 #include "test.h"
 

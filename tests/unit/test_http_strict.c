@@ -1,4 +1,4 @@
-/* test_http_strict.c — unit tests for server/http_strict.c */
+/* test_http_strict.c — unit tests for server/http/http_strict.c */
 #include "http/http_strict.h"
 #include "test.h"
 

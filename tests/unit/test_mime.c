@@ -1,4 +1,4 @@
-/* test_mime.c — unit tests for handlers/mime.c (run from the repository root) */
+/* test_mime.c — unit tests for handlers/static/mime.c (run from the repository root) */
 #include "static/mime.h"
 #include "test.h"
 

@@ -1,4 +1,4 @@
-/* test_path.c — unit tests for server/path.c */
+/* test_path.c — unit tests for server/http/path.c */
 #include "http/path.h"
 #include "test.h"
 

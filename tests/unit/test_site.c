@@ -1,4 +1,4 @@
-/* test_site.c — unit tests for site and location selection (server/site.c), on sites built
+/* test_site.c — unit tests for site and location selection (server/conf/site.c), on sites built
  * from a real configuration file by config_from_args: which site a Host value picks (exact
  * names, case, port, trailing dot, the longest wildcard, the default site), which location a
  * path picks (extensions first in file order, then the longest prefix, the built-ins), and what

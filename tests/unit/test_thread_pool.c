@@ -1,4 +1,4 @@
-/* test_thread_pool.c — unit tests for server/thread_pool.c, under each concurrency strategy.
+/* test_thread_pool.c — unit tests for server/lf/thread_pool.c, under each concurrency strategy.
  *
  * The pool runs real handle sets with eventfds as handles; the handlers below record what
  * they see. What is checked:

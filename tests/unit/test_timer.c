@@ -1,4 +1,4 @@
-/* test_timer.c — unit tests for server/timer.c: order, cancel, re-scheduling, precision */
+/* test_timer.c — unit tests for server/lf/timer.c: order, cancel, re-scheduling, precision */
 #include "lf/handle_set.h"
 #include "test.h"
 #include "lf/thread_pool.h"

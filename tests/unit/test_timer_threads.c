@@ -1,4 +1,4 @@
-/* test_timer_threads.c — server/timer.c under concurrent use: several threads add and cancel
+/* test_timer_threads.c — server/lf/timer.c under concurrent use: several threads add and cancel
  * entries while a Leader/Followers pool (thread_pool.c) fires them, and some callbacks schedule
  * their entry again. Checked: every entry fires exactly once per scheduling unless a cancel
  * returned true (then never), never before its deadline; the heap stays a heap with every

@@ -1,0 +1,18 @@
+"""The layers: every include in server/ and handlers/ points down the folder map.
+
+tools/layers.py prints the map (--map) and lists each include that points up or sideways; the
+suite fails while it lists any, so a new upward include is caught where it is written.
+"""
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_layers_point_down():
+    r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "layers.py")],
+                       cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, "tools/layers.py exit %d:\n%s%s" % (r.returncode, r.stdout,
+                                                                   r.stderr)
