@@ -6,6 +6,7 @@
 #   fuzz   the libFuzzer harnesses (make fuzz): clang with libFuzzer and the sanitizer runtimes
 #   bench  the benchmark (make bench): the peers and the profilers
 #   analyze  static analysis (make analyze): cppcheck
+#   arm64  the arm64 cross build and its tests under qemu-user (make arm64-test)
 #   package  the Debian package (make package): debhelper, lintian and debian/control's
 #          Build-Depends (those of its test subset too)
 #
@@ -41,7 +42,13 @@ for set in "$@"; do
                    systemd" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
                  lighttpd-mod-openssl lighttpd-mod-deflate libjs-jquery valgrind strace" ;;
-    *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package, analyze)" >&2; exit 2 ;;
+    # arm64: the cross compiler, arm64's libraries through Debian's multiarch (dpkg's arm64
+    # architecture is added first, below), and qemu-user-static to run what it builds here.
+    arm64) pkgs="$pkgs crossbuild-essential-arm64 qemu-user-static node-llhttp curl openssl
+                 libc6-dev:arm64 libssl-dev:arm64 libcrypt-dev:arm64 zlib1g-dev:arm64
+                 libbrotli-dev:arm64 libzstd-dev:arm64 libsystemd-dev:arm64" ;;
+    *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package, analyze, arm64)" >&2
+       exit 2 ;;
     esac
 done
 missing=""
@@ -69,6 +76,9 @@ fi
 cleanup() { [ -z "$added_policy" ] || $SUDO rm -f "$POLICY"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+case " $missing " in *":arm64 "*)
+    dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64 ;;
+esac
 # (through env: sudo resets the environment)
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
