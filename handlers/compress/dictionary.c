@@ -18,6 +18,8 @@ const unsigned char dcz_magic[DCZ_MAGIC_LEN] = { 0x5e, 0x2a, 0x4d, 0x18, 0x20, 0
 #define Q_ONE 1000                 /* q-values in thousandths */
 #define B64_HASH_CHARS 43          /* base64 digits of 32 bytes, without padding */
 #define STREAM_CHUNK (64 * 1024)   /* dcz_encode_fd: input read and output written per step */
+#define ECHO_MAX 64                /* bytes of a refused value repeated in its error message */
+#define ECHO_BUF (4 * ECHO_MAX + sizeof("..."))
 
 /* ---- negotiation ------------------------------------------------------------------------------ */
 
@@ -160,6 +162,24 @@ static const char *id_problem(const char *id)
     return NULL;
 }
 
+/* A refused value as an error message may repeat it: printable ASCII, other bytes as \xHH
+ * (a line break must not split a log line), at most ECHO_MAX bytes of it. */
+static const char *echo(char buf[ECHO_BUF], const char *v)
+{
+    size_t n = 0;
+    for (size_t i = 0; v[i] && n + sizeof("\\xHH...") < ECHO_BUF; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (i == ECHO_MAX) {
+            n += (size_t)sprintf(buf + n, "...");
+            break;
+        }
+        n += (size_t)(c >= 0x20 && c < 0x7f ? sprintf(buf + n, "%c", c)
+                                            : sprintf(buf + n, "\\x%02x", c));
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 static bool dest_known(const char *d)
 {
     for (int i = 0; fetch_dests[i]; i++)
@@ -209,9 +229,10 @@ int dict_pattern_init(struct dict_pattern *p, const char *where, const char *mat
                       size_t errlen)
 {
     memset(p, 0, sizeof(*p));
+    char shown[ECHO_BUF];
     const char *why = match_problem(match);
     if (why) {
-        snprintf(err, errlen, "%s: dictionary match '%s' %s", where, match, why);
+        snprintf(err, errlen, "%s: dictionary match '%s' %s", where, echo(shown, match), why);
         return -1;
     }
     if (ndests < 0 || ndests > DICT_DESTS_MAX) {
@@ -222,7 +243,8 @@ int dict_pattern_init(struct dict_pattern *p, const char *where, const char *mat
     for (int i = 0; i < ndests; i++) {
         if (!dest_known(dests[i])) {
             snprintf(err, errlen, "%s: unknown dictionary destination '%s' (a request "
-                     "destination: script, style, document, font, image, ...)", where, dests[i]);
+                     "destination: script, style, document, font, image, ...)", where,
+                     echo(shown, dests[i]));
             return -1;
         }
         need += strlen(dests[i]) + sizeof(" \"\"");
