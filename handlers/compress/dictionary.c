@@ -21,7 +21,7 @@ const unsigned char dcz_magic[DCZ_MAGIC_LEN] = { 0x5e, 0x2a, 0x4d, 0x18, 0x20, 0
 #define ECHO_MAX 64                /* bytes of a refused value repeated in its error message */
 #define ECHO_BUF (4 * ECHO_MAX + sizeof("..."))
 
-/* ---- negotiation ------------------------------------------------------------------------------ */
+/* ---- negotiation ----------------------------------------------------------------------------- */
 
 /* The value of a base64 digit (RFC 4648 alphabet, the one RFC 8941 uses), or -1. */
 static int b64_digit(unsigned char c)
@@ -106,7 +106,7 @@ bool dict_accepts_dcz(struct strview accept_encoding)
     return false;
 }
 
-/* ---- patterns ---------------------------------------------------------------------------------- */
+/* ---- patterns -------------------------------------------------------------------------------- */
 
 /* The request destinations of the Fetch standard that match-dest may name. */
 static const char *const fetch_dests[] = {
@@ -295,7 +295,7 @@ bool dict_path_matches(const struct dict_pattern *p, struct strview path)
     return pi == m;
 }
 
-/* ---- the dcz encoder -------------------------------------------------------------------------- */
+/* ---- the dcz encoder ------------------------------------------------------------------------- */
 
 int dcz_window_log(size_t dict_len, size_t in_len)
 {
@@ -330,6 +330,14 @@ size_t dcz_job_memory(size_t dict_len, size_t in_len, int level, bool streaming)
     return dict_len + io + ctx;
 }
 
+int dcz_fit_level(size_t dict_len, size_t in_len, int level, bool streaming)
+{
+    for (; level >= 1; level--)
+        if (dcz_job_memory(dict_len, in_len, level, streaming) <= DCZ_JOB_MEMORY_MAX)
+            return level;
+    return 0;
+}
+
 /* A compression context for one dcz frame: the level, the window, the dictionary as a prefix
  * of raw content (never read as a zstd dictionary, whatever its first bytes), a checksum. */
 static ZSTD_CCtx *dcz_context(const void *dict, size_t dict_len, size_t in_len, int level)
@@ -356,6 +364,8 @@ ssize_t dcz_encode(const void *dict, size_t dict_len, const unsigned char hash[D
         return -E2BIG;
     if (cap <= DCZ_HEADER_LEN)
         return -EFBIG;
+    if (!(level = dcz_fit_level(dict_len, in_len, level, false)))
+        return -E2BIG;
     ZSTD_CCtx *z = dcz_context(dict, dict_len, in_len, level);
     if (!z)
         return -ENOMEM;
@@ -433,6 +443,8 @@ int dcz_encode_fd(const void *dict, size_t dict_len, const unsigned char hash[DI
                   int in_fd, uint64_t in_len, int out_fd, int level, uint64_t *out_len)
 {
     if (dict_len > DCZ_MAX_TOTAL || in_len > DCZ_MAX_TOTAL - dict_len)
+        return -E2BIG;
+    if (!(level = dcz_fit_level(dict_len, (size_t)in_len, level, true)))
         return -E2BIG;
     ZSTD_CCtx *z = dcz_context(dict, dict_len, (size_t)in_len, level);
     if (!z)

@@ -100,14 +100,22 @@ bool dict_path_matches(const struct dict_pattern *p, struct strview path);
 int dcz_window_log(size_t dict_len, size_t in_len);
 /* The most bytes dcz_encode may write for in_len bytes of input. */
 size_t dcz_bound(size_t in_len);
-/* What one job takes at most, in bytes: the dictionary and the input (in memory), the output
- * (dcz_bound, or the streaming buffers) and zstd's context at `level` for that window. What a
- * pool of compressor threads multiplies by its size to bound its memory. */
+/* About what one job takes, in bytes: the dictionary and the input (in memory), the output
+ * (dcz_bound, or the streaming buffers) and zstd's context at `level` for that window (zstd's
+ * own estimate). For example, at level 19: 130 KiB + 130 KiB ~9 MiB, 1 + 1 MiB ~36 MiB,
+ * 4 + 4 MiB ~93 MiB, 32 + 32 MiB ~177 MiB; at level 3, 4 + 4 MiB ~13 MiB. */
 size_t dcz_job_memory(size_t dict_len, size_t in_len, int level, bool streaming);
+/* No job takes more than this: the encoder lowers the level until the job fits (so a pool of
+ * N compressor threads takes at most N x 256 MiB for dcz), and refuses (-E2BIG) what does not
+ * fit even at level 1. */
+#define DCZ_JOB_MEMORY_MAX ((size_t)256 << 20)
+/* `level`, or the highest level below it whose job fits DCZ_JOB_MEMORY_MAX; 0 when none does. */
+int dcz_fit_level(size_t dict_len, size_t in_len, int level, bool streaming);
 
 /* Encode `in` as dcz against `dict` (whose SHA-256 is `hash`): header + zstd frame into
- * out[cap]. Returns the length, or -EFBIG (does not fit in cap: pass cap < in_len to make
- * "not smaller" a failure), -E2BIG (dict_len + in_len > DCZ_MAX_TOTAL), -ENOMEM or -EIO. */
+ * out[cap], at `level` or lower (dcz_fit_level). Returns the length, or -EFBIG (does not fit
+ * in cap: pass cap < in_len to make "not smaller" a failure), -E2BIG (dict_len + in_len >
+ * DCZ_MAX_TOTAL, or over DCZ_JOB_MEMORY_MAX at any level), -ENOMEM or -EIO. */
 ssize_t dcz_encode(const void *dict, size_t dict_len, const unsigned char hash[DICT_HASH_LEN],
                    const void *in, size_t in_len, void *out, size_t cap, int level);
 
@@ -161,10 +169,18 @@ void dict_store_close(struct dict_store *s);
 bool dict_store_lookup(const struct dict_store *s, const unsigned char hash[DICT_HASH_LEN],
                        struct dict_entry *out);
 
+/* Request threads: may a request for `path` that offers dictionary `hash` get dcz against it
+ * under pattern `p`? The path matches the pattern and the store holds `hash` as a dictionary
+ * of that pattern (an old version of a file served under it: not any file of the site that a
+ * client could name by its hash). Copies the entry. */
+bool dict_usable(const struct dict_store *s, const struct dict_pattern *p, struct strview path,
+                 const unsigned char hash[DICT_HASH_LEN], struct dict_entry *out);
+
 /* Compressor threads: keep `data` (len bytes, the version of a file served with the pattern
  * `pattern_key`) as a dictionary; its SHA-256 goes to hash (may be NULL). Storing one that is
- * there already makes it the newest. 0, or -E2BIG (larger than per_pattern_bytes or
- * DCZ_MAX_TOTAL), -EINVAL (empty), or the errno of a failed write (nothing is left behind). */
+ * there already makes it the newest (it stays with the pattern that stored it first). 0, or
+ * -E2BIG (larger than per_pattern_bytes or DCZ_MAX_TOTAL), -EINVAL (empty), or the errno of a
+ * failed write (nothing is left behind). */
 int dict_store_put(struct dict_store *s, uint64_t pattern_key, const void *data, size_t len,
                    unsigned char hash[DICT_HASH_LEN]);
 

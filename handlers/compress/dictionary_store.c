@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +28,8 @@
 #define KEY_HEX 16
 #define NAME_LEN (KEY_HEX + 1 + 2 * DICT_HASH_LEN + sizeof(".dict") - 1)
 #define TMP_PREFIX ".dict-tmp-"      /* a write in progress, or one a crash left behind */
+#define TMP_NAME_LEN 64
+#define TMP_TRIES 16
 
 struct slot {
     _Atomic uint64_t seq;            /* odd while a writer changes the slot */
@@ -40,7 +41,6 @@ struct slot {
 
 struct dict_store {
     int dirfd;
-    char *path;
     struct dict_store_limits lim;
     pthread_mutex_t lock;            /* writers: the slots' contents, clock */
     uint64_t clock;
@@ -48,7 +48,7 @@ struct dict_store {
     struct slot slots[];
 };
 
-/* ---- slots ------------------------------------------------------------------------------------ */
+/* ---- slots ----------------------------------------------------------------------------------- */
 
 static size_t home_of(const struct dict_store *s, const unsigned char *hash)
 {
@@ -138,6 +138,13 @@ static void slot_insert(struct dict_store *s, const struct dict_entry *e)
     slot_write(s, i, e, ++s->clock);
 }
 
+bool dict_usable(const struct dict_store *s, const struct dict_pattern *p, struct strview path,
+                 const unsigned char hash[DICT_HASH_LEN], struct dict_entry *out)
+{
+    return dict_path_matches(p, path) && dict_store_lookup(s, hash, out) &&
+           out->pattern_key == p->key;
+}
+
 bool dict_store_lookup(const struct dict_store *s, const unsigned char hash[DICT_HASH_LEN],
                        struct dict_entry *out)
 {
@@ -154,7 +161,7 @@ bool dict_store_lookup(const struct dict_store *s, const unsigned char hash[DICT
     return false;
 }
 
-/* ---- names and bounds -------------------------------------------------------------------------- */
+/* ---- names and bounds ------------------------------------------------------------------------ */
 
 static void entry_name(const struct dict_entry *e, char name[NAME_LEN + 1])
 {
@@ -318,13 +325,14 @@ static int scan_dir(struct dict_store *s)
     if (n)
         qsort(items, n, sizeof(*items), cmp_found);
     for (size_t i = 0; i < n; i++) {
-        make_room(s, items[i].e.pattern_key, items[i].e.size);
-        if (items[i].e.size > s->lim.per_pattern_bytes || slot_find(s, items[i].e.hash) != SIZE_MAX) {
+        if (items[i].e.size > s->lim.per_pattern_bytes ||
+            slot_find(s, items[i].e.hash) != SIZE_MAX) {
             char name[NAME_LEN + 1];
             entry_name(&items[i].e, name); /* too large now, or a twin under another pattern */
             unlinkat(s->dirfd, name, 0);
             continue;
         }
+        make_room(s, items[i].e.pattern_key, items[i].e.size);
         slot_insert(s, &items[i].e);
     }
     free(items);
@@ -352,25 +360,27 @@ struct dict_store *dict_store_open(const char *dir, const struct dict_store_limi
     }
     size_t nslots = table_slots(lim.capacity);
     struct dict_store *s = calloc(1, sizeof(*s) + nslots * sizeof(struct slot));
-    if (!s || !(s->path = strdup(dir)))
-        goto fail_alloc;
+    if (!s) {
+        snprintf(err, errlen, "dictionary store %s: out of memory", dir);
+        return NULL;
+    }
     s->lim = lim;
     s->mask = nslots - 1;
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "dictionary store %s: cannot create: %s", dir, strerror(errno));
+    const char *what = "cannot create";
+    int e = 0;
+    if (mkdir(dir, 0700) < 0 && (e = errno) != EEXIST)
         goto fail_dir;
-    }
+    what = "cannot open";
     if ((s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        snprintf(err, errlen, "dictionary store %s: cannot open: %s", dir, strerror(errno));
+        e = errno;
         goto fail_dir;
     }
-    if (pthread_mutex_init(&s->lock, NULL) != 0)
+    what = "cannot make its lock";
+    if ((e = pthread_mutex_init(&s->lock, NULL)) != 0)
         goto fail_mutex;
-    int rc = scan_dir(s);
-    if (rc < 0) {
-        snprintf(err, errlen, "dictionary store %s: cannot read: %s", dir, strerror(-rc));
+    what = "cannot read";
+    if ((e = -scan_dir(s)) > 0)
         goto fail_scan;
-    }
     return s;
 
 fail_scan:
@@ -378,13 +388,7 @@ fail_scan:
 fail_mutex:
     close(s->dirfd);
 fail_dir:
-    free(s->path);
-    free(s);
-    return NULL;
-fail_alloc:
-    snprintf(err, errlen, "dictionary store %s: out of memory", dir);
-    if (s)
-        free(s->path);
+    snprintf(err, errlen, "dictionary store %s: %s: %s", dir, what, strerror(e));
     free(s);
     return NULL;
 }
@@ -395,11 +399,10 @@ void dict_store_close(struct dict_store *s)
         return;
     pthread_mutex_destroy(&s->lock);
     close(s->dirfd);
-    free(s->path);
     free(s);
 }
 
-/* ---- reading and writing (compressor threads) -------------------------------------------------- */
+/* ---- reading and writing (compressor threads) ------------------------------------------------ */
 
 static bool sha256(const void *data, size_t len, unsigned char out[DICT_HASH_LEN])
 {
@@ -407,38 +410,52 @@ static bool sha256(const void *data, size_t len, unsigned char out[DICT_HASH_LEN
     return EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) == 1 && n == DICT_HASH_LEN;
 }
 
+/* A new temporary file in the directory, its name in tmp. -errno on failure. */
+static int open_temp(struct dict_store *s, char tmp[TMP_NAME_LEN])
+{
+    static _Atomic unsigned long serial; /* unique among this process's writers */
+    for (int tries = 0; tries < TMP_TRIES; tries++) {
+        snprintf(tmp, TMP_NAME_LEN, TMP_PREFIX "%ld-%lu", (long)getpid(),
+                 atomic_fetch_add(&serial, 1));
+        int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd >= 0 ? fd : -errno;
+    }
+    return -EEXIST;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -EIO;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Write data to a new temporary file, fsync it and rename it to `name`, then fsync the
  * directory: the name never points at bytes not yet on disk. 0 or -errno. */
 static int write_file(struct dict_store *s, const char *name, const void *data, size_t len)
 {
-    char tmp[sizeof(TMP_PREFIX) + sizeof("XXXXXX")] = TMP_PREFIX "XXXXXX";
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof(path), "%s/%s", s->path, tmp) >= sizeof(path))
-        return -ENAMETOOLONG;
-    int fd = mkostemp(path, O_CLOEXEC);
+    char tmp[TMP_NAME_LEN];
+    int fd = open_temp(s, tmp);
     if (fd < 0)
-        return -errno;
-    const char *p = data;
-    int rc = 0;
-    for (size_t left = len; left && rc == 0;) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            rc = w < 0 ? -errno : -EIO;
-        } else {
-            p += w;
-            left -= (size_t)w;
-        }
-    }
+        return fd;
+    int rc = write_all(fd, data, len);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (close(fd) < 0 && rc == 0)
         rc = -errno;
-    if (rc == 0 && renameat(AT_FDCWD, path, s->dirfd, name) < 0)
+    if (rc == 0 && renameat(s->dirfd, tmp, s->dirfd, name) < 0)
         rc = -errno;
     if (rc < 0) {
-        unlink(path);
+        unlinkat(s->dirfd, tmp, 0);
         return rc;
     }
     fsync(s->dirfd); /* the rename itself: a crash may lose it, never tear the file */

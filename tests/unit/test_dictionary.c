@@ -31,7 +31,7 @@ static void sha256(const void *p, size_t n, unsigned char out[DICT_HASH_LEN])
     EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
 }
 
-/* ---- negotiation ------------------------------------------------------------------------------ */
+/* ---- negotiation ----------------------------------------------------------------------------- */
 
 static void test_available(void)
 {
@@ -60,7 +60,8 @@ static void test_available(void)
         ":47DEQpj8HBSa-_TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",    /* base64url */
         ":47DEQpj8HBSa+/TImW+5JCeuQeRkm5NM pJWZG3hSuFU=:",   /* space inside */
         ":47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:;a=1", /* parameters */
-        ":47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:, :47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",
+        ":47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:, "
+        ":47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",              /* two */
         "\"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\"",
         NULL
     };
@@ -84,7 +85,7 @@ static void test_accept(void)
     ok(!dict_accepts_dcz(SV_NULL), "absent");
 }
 
-/* ---- patterns ---------------------------------------------------------------------------------- */
+/* ---- patterns -------------------------------------------------------------------------------- */
 
 static void test_pattern_header(void)
 {
@@ -209,7 +210,7 @@ static void test_pattern_match(void)
     ok(matches("/*", "/anything/at/all"), "everything");
 }
 
-/* ---- the dcz encoder -------------------------------------------------------------------------- */
+/* ---- the dcz encoder ------------------------------------------------------------------------- */
 
 /* Text that looks like a minified bundle: tokens from a small vocabulary, seeded. */
 static char *make_text(size_t n, unsigned seed)
@@ -314,6 +315,12 @@ static void test_header_and_roundtrip(void)
     is_int(dcz_encode(v1, 0, h, v2, n, z, cap, 3) > 0, 1, "an empty dictionary still works");
     size_t mem = dcz_job_memory(n, n, DCZ_LEVEL_DEFAULT, false);
     ok(mem > 2 * n, "a job of 300 KiB + 300 KiB at level 19: %zu KiB", mem / KIB);
+    is_int(dcz_fit_level(n, n, DCZ_LEVEL_DEFAULT, false), DCZ_LEVEL_DEFAULT, "which fits");
+    const size_t big = (size_t)64 << 20;
+    int lv = dcz_fit_level(big, big, DCZ_LEVEL_DEFAULT, false);
+    ok(lv >= 1 && lv < DCZ_LEVEL_DEFAULT &&
+       dcz_job_memory(big, big, lv, false) <= DCZ_JOB_MEMORY_MAX,
+       "64 + 64 MiB: level %d keeps the job within %zu MiB", lv, DCZ_JOB_MEMORY_MAX >> 20);
     free(other);
     free(out);
     free(z);
@@ -356,7 +363,7 @@ static void test_encode_fd(const char *dir)
     free(v2);
 }
 
-/* ---- the store -------------------------------------------------------------------------------- */
+/* ---- the store ------------------------------------------------------------------------------- */
 
 #define K1 0x1111111111111111ULL
 #define K2 0x2222222222222222ULL
@@ -433,6 +440,39 @@ static void test_store_bounds(const char *dir)
        "over the capacity: the oldest of all goes");
     is_int(dict_store_count(s, K1, NULL), 1, "pattern 1 keeps 1");
     dict_store_close(s);
+}
+
+static void test_usable(const char *dir)
+{
+    struct dict_store *s = open_store(dir, 4, 1 << 20, 16);
+    struct dict_pattern app, css;
+    char err[ERRLEN];
+    dict_pattern_init(&app, "t:1", "/assets/app-*.js", NULL, 0, NULL, err, sizeof(err));
+    dict_pattern_init(&css, "t:2", "/assets/*.css", NULL, 0, NULL, err, sizeof(err));
+    unsigned char h[DICT_HASH_LEN], other[DICT_HASH_LEN];
+    put(s, app.key, 40, 500, h);
+    put(s, css.key, 41, 500, other);
+    struct dict_entry e;
+    ok(dict_usable(s, &app, sv("/assets/app-v2.js"), h, &e) && e.size == 500,
+       "a path of the pattern, a dictionary of the pattern");
+    ok(!dict_usable(s, &app, sv("/assets/lib-v2.js"), h, &e), "a path outside the pattern");
+    ok(!dict_usable(s, &app, sv("/assets/app-v2.js"), other, &e),
+       "a dictionary stored for another pattern");
+    memset(other, 0, sizeof(other));
+    ok(!dict_usable(s, &app, sv("/assets/app-v2.js"), other, &e), "an unknown dictionary");
+    dict_pattern_free(&app);
+    dict_pattern_free(&css);
+    dict_store_close(s);
+
+    char file[400], msg[ERRLEN] = "";
+    snprintf(file, sizeof(file), "%s/plain-file", dir);
+    close(open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+    struct dict_store_limits lim = { 1, 1, 1 };
+    ok(!dict_store_open(file, &lim, msg, sizeof(msg)) && strstr(msg, "cannot open"),
+       "a file where the directory should be: %s", msg);
+    lim.capacity = 0;
+    ok(!dict_store_open(dir, &lim, msg, sizeof(msg)) && strstr(msg, "invalid bounds"),
+       "no capacity: %s", msg);
 }
 
 static void test_store_restart(const char *dir)
@@ -595,11 +635,12 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    char d1[300], d2[300], d3[300], d4[300];
+    char d1[300], d2[300], d3[300], d4[300], d5[300];
     snprintf(d1, sizeof(d1), "%s/bounds", base);
     snprintf(d2, sizeof(d2), "%s/restart", base);
     snprintf(d3, sizeof(d3), "%s/corrupt", base);
     snprintf(d4, sizeof(d4), "%s/threads", base);
+    snprintf(d5, sizeof(d5), "%s/usable", base);
 
     test_available();
     test_accept();
@@ -613,6 +654,7 @@ int main(void)
     test_store_restart(d2);
     test_store_corruption(d3);
     test_store_threads(d4);
+    test_usable(d5);
     rm_tree(base);
     return done_testing();
 }
