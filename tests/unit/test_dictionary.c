@@ -560,6 +560,8 @@ static void test_store_corruption(const char *dir)
 
 /* Request threads look up while compressor threads store and evict: a lookup may miss, but
  * what it finds is always a whole, right entry (run it under ThreadSanitizer too). */
+#define RACE_ROUNDS 10 /* each a put of 8 entries, most of them evicting: fsyncs */
+
 struct race {
     struct dict_store *s;
     unsigned char known[8][DICT_HASH_LEN];
@@ -586,7 +588,7 @@ static void *race_reader(void *arg)
 static void *race_writer(void *arg)
 {
     struct race *r = arg;
-    for (int round = 0; round < 150; round++)
+    for (int round = 0; round < RACE_ROUNDS; round++)
         for (int i = 0; i < 8; i++) {
             char *t = make_text(64 + (size_t)i, 100 + (unsigned)i);
             dict_store_put(r->s, K1 + (uint64_t)(i % 2), t, 64 + (size_t)i, NULL);
