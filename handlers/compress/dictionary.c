@@ -66,31 +66,41 @@ bool dict_available_parse(struct strview value, unsigned char hash[DICT_HASH_LEN
     return out == DICT_HASH_LEN;
 }
 
-/* The q-value of one Accept-Encoding element's parameters ";q=0.5" in thousandths: 1000 when
- * absent, -1 when malformed. */
+/* A qvalue ("0", "0.5", "1.000": RFC 9110 12.4.2) in thousandths, or -1. */
+static int qvalue(struct strview v)
+{
+    if (!v.len || (v.ptr[0] != '0' && v.ptr[0] != '1'))
+        return -1;
+    int q = (v.ptr[0] - '0') * Q_ONE;
+    size_t i = 1;
+    if (i < v.len && v.ptr[i] == '.')
+        for (int scale = Q_ONE / 10; ++i < v.len && scale > 0; scale /= 10) {
+            if (v.ptr[i] < '0' || v.ptr[i] > '9')
+                return -1;
+            q += (v.ptr[i] - '0') * scale;
+        }
+    return i == v.len && q <= Q_ONE ? q : -1;
+}
+
+/* The q-value of one Accept-Encoding element's parameters (";q=0.5", other parameters
+ * skipped) in thousandths: 1000 when absent, -1 when malformed. The same reading as
+ * compress.c's, whose parser is private to it and knows only the codings of its table. */
 static int element_q(struct strview params)
 {
     struct strview p = params;
-    while (p.len && (p.ptr[0] == ';' || p.ptr[0] == ' ' || p.ptr[0] == '\t')) {
-        p.ptr++;
-        p.len--;
-    }
-    if (!p.len)
-        return Q_ONE;
-    if (p.len < 3 || (p.ptr[0] != 'q' && p.ptr[0] != 'Q') || p.ptr[1] != '=')
-        return -1;
-    p = sv_trim((struct strview){ p.ptr + 2, p.len - 2 });
-    if (!p.len || (p.ptr[0] != '0' && p.ptr[0] != '1'))
-        return -1;
-    int q = (p.ptr[0] - '0') * Q_ONE;
-    size_t i = 1;
-    if (i < p.len && p.ptr[i] == '.')
-        for (int scale = Q_ONE / 10; ++i < p.len && scale > 0; scale /= 10) {
-            if (p.ptr[i] < '0' || p.ptr[i] > '9')
-                return -1;
-            q += (p.ptr[i] - '0') * scale;
+    while (p.len) {
+        while (p.len && (p.ptr[0] == ';' || p.ptr[0] == ' ' || p.ptr[0] == '\t')) {
+            p.ptr++;
+            p.len--;
         }
-    return i == p.len && q <= Q_ONE ? q : -1;
+        const char *semi = p.len ? memchr(p.ptr, ';', p.len) : NULL;
+        struct strview param = { p.ptr, semi ? (size_t)(semi - p.ptr) : p.len };
+        if (param.len >= 2 && (param.ptr[0] == 'q' || param.ptr[0] == 'Q') && param.ptr[1] == '=')
+            return qvalue(sv_trim((struct strview){ param.ptr + 2, param.len - 2 }));
+        p.ptr += param.len;
+        p.len -= param.len;
+    }
+    return Q_ONE;
 }
 
 bool dict_accepts_dcz(struct strview accept_encoding)

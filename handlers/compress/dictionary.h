@@ -18,7 +18,14 @@
  *     directory, bounded per pattern; looked up from request threads without a lock or I/O,
  *     read and written by the compressor threads.
  * dcb (Brotli with a dictionary) needs libbrotli 1.1's shared-dictionary API; Debian bookworm
- * has 1.0.9, so only dcz is made. */
+ * has 1.0.9, so only dcz is made.
+ *
+ * What the callers owe the protocol: a response carrying Use-As-Dictionary is kept only if it
+ * is cacheable (Chromium: for example Cache-Control: max-age); a dcz response, and any
+ * response of a path a pattern covers, carries "Vary: Accept-Encoding, Available-Dictionary"
+ * (RFC 9842, 6.2), and a dcz variant is made per (dictionary, file version): its cache key
+ * holds the dictionary's hash. Browsers offer dictionaries only in secure contexts (HTTPS, or
+ * http://127.0.0.1 and localhost). */
 #ifndef LF_DICTIONARY_H
 #define LF_DICTIONARY_H
 

@@ -78,6 +78,9 @@ static void test_accept(void)
     ok(!dict_accepts_dcz(sv("gzip, dcz;q=0")), "q=0 refuses");
     ok(!dict_accepts_dcz(sv("gzip, dcz;q=0.000")), "q=0.000 refuses");
     ok(!dict_accepts_dcz(sv("dcz;q=2")), "a malformed q refuses");
+    ok(!dict_accepts_dcz(sv("dcz;q=")), "an empty q refuses");
+    ok(dict_accepts_dcz(sv("dcz;level=3;q=0.9")), "other parameters are skipped");
+    ok(!dict_accepts_dcz(sv("dcz;level=3;q=0")), "... but not a q after them");
     ok(!dict_accepts_dcz(sv("dcz;q=0.1234")), "four decimals refuse");
     ok(!dict_accepts_dcz(sv("*")), "'*' does not stand for dcz");
     ok(!dict_accepts_dcz(sv("dczx, xdcz, zstd")), "only the coding itself");
