@@ -166,8 +166,11 @@ struct dict_entry {
 
 struct dict_store;
 
-/* Open (creating it, mode 0700, if missing) the directory and index what it holds: leftover
- * temporary files are removed, entries over the bounds evicted. NULL with a reason in err. */
+/* Open (creating it, mode 0700, if missing) the directory and index what it holds: temporary
+ * files a crash left (older than 10 minutes) are removed, entries over the bounds evicted.
+ * Meant to be opened once per directory and process (the compressor's state, not a
+ * generation's): two stores on one directory stay correct, but each evicts by its own index.
+ * NULL with a reason in err. */
 struct dict_store *dict_store_open(const char *dir, const struct dict_store_limits *limits,
                                    char *err, size_t errlen);
 void dict_store_close(struct dict_store *s);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -30,6 +31,7 @@
 #define TMP_PREFIX ".dict-tmp-"      /* a write in progress, or one a crash left behind */
 #define TMP_NAME_LEN 64
 #define TMP_TRIES 16
+#define TMP_STALE_S 600              /* a temporary file this old is a crash's leftover */
 
 struct slot {
     _Atomic uint64_t seq;            /* odd while a writer changes the slot */
@@ -276,11 +278,15 @@ static int cmp_found(const void *a, const void *b)
  * alone). True when it was ours and went into *f. */
 static bool scan_one(struct dict_store *s, const char *name, struct found *f)
 {
+    struct stat st;
     if (!strncmp(name, TMP_PREFIX, sizeof(TMP_PREFIX) - 1)) {
-        unlinkat(s->dirfd, name, 0);
+        /* A recent one may be another store's write in progress (the old generation's during
+         * a reload): its rename would fail. */
+        if (fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_mtime < time(NULL) - TMP_STALE_S)
+            unlinkat(s->dirfd, name, 0);
         return false;
     }
-    struct stat st;
     if (!parse_name(name, &f->e) || fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
         !S_ISREG(st.st_mode))
         return false;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -487,15 +488,20 @@ static void test_store_restart(const char *dir)
         usleep(2000); /* distinct mtimes: the order survives the restart */
     }
     dict_store_close(s);
-    char junk[600], tmp[600];
+    char junk[600], tmp[600], fresh[600];
     snprintf(junk, sizeof(junk), "%s/README", dir);
     snprintf(tmp, sizeof(tmp), "%s/.dict-tmp-abcdef", dir);
+    snprintf(fresh, sizeof(fresh), "%s/.dict-tmp-in-progress", dir);
     close(open(junk, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
     close(open(tmp, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+    close(open(fresh, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+    struct timespec old[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+    utimensat(AT_FDCWD, tmp, old, 0);
 
     s = open_store(dir, 3, 1 << 20, 16);
     ok(s && has(s, h[0]) && has(s, h[1]) && has(s, h[2]), "reopened: all three found");
     ok(access(tmp, F_OK) < 0, "a leftover temporary file is removed");
+    ok(access(fresh, F_OK) == 0, "a recent one may be another store's write: kept");
     ok(access(junk, F_OK) == 0, "a file not named like ours is left alone");
     void *data = NULL;
     size_t len = 0;
