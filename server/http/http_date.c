@@ -253,3 +253,19 @@ int http_date_parse(const char *s, size_t len, time_t *t)
         return http_date_parse_rfc850(s + n, t);
     return -EINVAL;
 }
+
+/* The calling thread's Date of the current second: formatted once per second per thread, no
+ * lock and nothing shared. */
+const char *http_date_now(void)
+{
+    static _Thread_local struct {
+        time_t sec;
+        char text[HTTP_DATE_LEN + 1];
+    } cache;
+    time_t now = time(NULL);
+    if (now != cache.sec) {
+        http_date_format(now, cache.text);
+        cache.sec = now;
+    }
+    return cache.text;
+}
