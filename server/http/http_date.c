@@ -254,18 +254,12 @@ int http_date_parse(const char *s, size_t len, time_t *t)
     return -EINVAL;
 }
 
-/* The calling thread's Date of the current second: formatted once per second per thread, no
- * lock and nothing shared. */
-const char *http_date_now(void)
+_Thread_local struct http_date_cache http_date_cache;
+
+/* A new second on this thread: no lock and nothing shared. */
+const char *http_date_refresh(time_t now)
 {
-    static _Thread_local struct {
-        time_t sec;
-        char text[HTTP_DATE_LEN + 1];
-    } cache;
-    time_t now = time(NULL);
-    if (now != cache.sec) {
-        http_date_format(now, cache.text);
-        cache.sec = now;
-    }
-    return cache.text;
+    http_date_format(now, http_date_cache.text);
+    http_date_cache.sec = now;
+    return http_date_cache.text;
 }

@@ -19,8 +19,20 @@ size_t http_date_format(time_t t, char out[30]);
 
 /* The current time as an IMF-fixdate, for a response's Date header: the calling thread's own
  * copy, valid until that thread's next call in a later second (and at most while the thread
- * lives). Costs a time() (vDSO) per call and a format per second per thread. */
-const char *http_date_now(void);
+ * lives). Costs a time() (vDSO) and a compare per call (inline: once per response), and a
+ * format per second per thread (http_date_refresh). */
+struct http_date_cache {
+    time_t sec;
+    char text[HTTP_DATE_LEN + 1];
+};
+extern _Thread_local struct http_date_cache http_date_cache;
+const char *http_date_refresh(time_t now);
+
+static inline const char *http_date_now(void)
+{
+    time_t now = time(NULL);
+    return now == http_date_cache.sec ? http_date_cache.text : http_date_refresh(now);
+}
 
 /* Parse an HTTP-date s/len (not NUL-terminated): an IMF-fixdate, or one of the obsolete forms
  * RFC 850 ("Sunday, 06-Nov-94 08:49:37 GMT") and asctime ("Sun Nov  6 08:49:37 1994").

@@ -19,7 +19,10 @@ const char *const concurrency_names[CONC_COUNT] = { "leader-followers", "half-sy
 
 /* ---- Leader/Followers ----------------------------------------------------------------------- */
 
-bool lf_join(struct worker *w)
+/* The steps are `inline` (external definitions all the same, for the variants that call them):
+ * lf_loop then compiles to one function, as when they were written out in it. */
+
+inline bool lf_join(struct worker *w)
 {
     struct thread_pool *tp = w->pool;
     struct lf_group *g = w->group;
@@ -37,7 +40,7 @@ bool lf_join(struct worker *w)
     return ok;
 }
 
-int lf_wait(struct worker *w, struct epoll_event *evs, int max)
+inline int lf_wait(struct worker *w, struct epoll_event *evs, int max)
 {
     tp_set_role(w, ROLE_LEADING);
     int n = hs_wait(w->group->hs, evs, max, -1);
@@ -47,7 +50,7 @@ int lf_wait(struct worker *w, struct epoll_event *evs, int max)
     return n;
 }
 
-void lf_promote(struct worker *w)
+inline void lf_promote(struct worker *w)
 {
     struct lf_group *g = w->group;
     pthread_mutex_lock(&g->lock);
@@ -60,7 +63,7 @@ void lf_promote(struct worker *w)
                               memory_order_relaxed);
 }
 
-void tp_process(struct worker *w, const struct epoll_event *evs, int n)
+inline void tp_process(struct worker *w, const struct epoll_event *evs, int n)
 {
     tp_set_role(w, ROLE_PROCESSING);
     mx_event_begin(); /* the start of the exchanges these events complete (metrics.h) */
