@@ -113,15 +113,17 @@ static int hsha_init(struct thread_pool *tp)
         return -ENOMEM;
     q->cap = QUEUE_CAP;
     q->ring = calloc(QUEUE_CAP, sizeof(*q->ring));
-    if (!q->ring) {
-        free(q);
-        return -ENOMEM;
-    }
+    if (!q->ring)
+        goto fail_queue;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->not_empty, NULL);
     pthread_cond_init(&q->not_full, NULL);
     tp->variant_state = q;
     return 0;
+
+fail_queue:
+    free(q);
+    return -ENOMEM;
 }
 
 static void hsha_destroy(struct thread_pool *tp)
