@@ -29,6 +29,7 @@
 #include "base/carry.h"
 #include "conn/client_limits.h"
 #include "lf/handle_set.h"
+#include "lf/handle_set_edge.h"
 #include "http/http_parser.h"
 #include "log/log.h"
 #include "http/proxy_protocol.h"
@@ -208,7 +209,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         return -ENOMEM;
     }
     /* TCP_NODELAY comes from the listener (acceptor_tune). */
-    if (l->hs->edge)
+    if (hs_edge(l->hs))
         c->tp_flags |= TP_EDGE;
     pthread_mutex_lock(&srv->conns_lock);
     c->next = srv->conns;
@@ -227,7 +228,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         return 0;
     }
     atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
-    int rc = hs_add(l->hs, &c->eh, l->hs->edge ? EPOLLIN | EPOLLRDHUP : EPOLLIN);
+    int rc = hs_add(l->hs, &c->eh, hs_edge(l->hs) ? EPOLLIN | EPOLLRDHUP : EPOLLIN);
     if (rc < 0) {
         log_error("epoll_ctl add: %s", strerror(-rc));
         atomic_store(&c->armed, CONN_OWNED); /* the sweep must not touch it: never registered */
@@ -272,7 +273,7 @@ static void watch_set_close(struct conn *c)
     if (!d || d->watch_set.fd < 0)
         return;
     /* -ENOENT when it was never armed. Edge mode: the set stands for the connection itself. */
-    if (c->listener->hs->edge)
+    if (hs_edge(c->listener->hs))
         hs_del_fd(c->listener->hs, &c->eh, d->watch_set.fd);
     else
         hs_del(c->listener->hs, &d->watch_set);
@@ -772,7 +773,7 @@ static void watch_set_park(struct conn *c, struct worker *w)
     int rc = epoll_ctl(d->watch_set.fd, EPOLL_CTL_MOD, c->eh.fd, &e) < 0 ? -errno : 0;
     if (rc == 0) {
         atomic_store_explicit(&c->armed, CONN_PARKED, memory_order_release);
-        if (hs->edge) {
+        if (hs_edge(hs)) {
             /* The set's edge in the shared set comes when it gains an event. One that is
              * still in it from before (a step handed on before it was empty: the body read
              * took over, say) brings none: the owner runs it again instead. */

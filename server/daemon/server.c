@@ -483,12 +483,11 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     for (unsigned i = 0; i < srv->nhs; i++)
         srv->hs[i].epfd = -1;
     for (unsigned i = 0; i < srv->nhs; i++) {
-        int rc = hs_init(&srv->hs[i]);
+        int rc = tp_handle_set_init(&srv->hs[i], (enum concurrency)c->concurrency);
         if (rc < 0) {
             fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
             return -1;
         }
-        srv->hs[i].edge = c->concurrency == CONC_LEADER_FOLLOWERS_EDGE;
     }
     int rc = tp_init(&srv->pool, srv, (enum concurrency)c->concurrency, srv->hs, srv->nhs,
                      c->threads, c->batch);

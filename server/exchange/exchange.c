@@ -63,16 +63,6 @@ static struct ex_deferred *xd_of(struct sink_deferral *d)
     return (struct ex_deferred *)((char *)d - offsetof(struct ex_deferred, d));
 }
 
-static const char *thread_date(struct worker *w)
-{
-    time_t now = time(NULL);
-    if (now != w->date_sec) {
-        http_date_format(now, w->date);
-        w->date_sec = now;
-    }
-    return w->date;
-}
-
 /* ---- writing a response ------------------------------------------------------------------- */
 
 static void note_response(struct exchange *ex, int status)
@@ -564,7 +554,7 @@ static void settle(struct ex_deferred *xd)
 static struct exchange *enter(struct ex_deferred *xd, struct worker *w)
 {
     xd->ex.w = w;
-    xd->ex.date = w ? thread_date(w) : NULL;
+    xd->ex.date = w ? http_date_now() : NULL;
     if (xd->d.close)
         xd->ex.keep_alive = false;
     return &xd->ex;
@@ -724,7 +714,7 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
         .srv = rc->srv,
         .rt = rt,
         .req = req,
-        .date = thread_date(w),
+        .date = http_date_now(),
         .head_only = req->method == HTTP_HEAD,
         .keep_alive = req->keep_alive && !rc->closing,
         .tls = rc->tls,
@@ -766,7 +756,7 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
 static int x_error(struct sink *s, struct worker *w, const struct request_ctx *rc, int status)
 {
     struct exchange ex = {
-        .sink = s, .w = w, .srv = rc->srv, .rt = rc->rt, .date = thread_date(w),
+        .sink = s, .w = w, .srv = rc->srv, .rt = rc->rt, .date = http_date_now(),
         .keep_alive = false, .tls = rc->tls, .http_minor = 1, .client_addr = rc->peer_addr,
         .peer_addr = rc->peer_addr, .peer_port = rc->peer_port, .admin = rc->admin,
         .mx_vhost = rc->admin ? MX_VH_ADMIN : MX_VH_DEFAULT, .mx_method = MX_NMETHODS - 1,

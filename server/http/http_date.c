@@ -253,3 +253,13 @@ int http_date_parse(const char *s, size_t len, time_t *t)
         return http_date_parse_rfc850(s + n, t);
     return -EINVAL;
 }
+
+_Thread_local struct http_date_cache http_date_cache;
+
+/* A new second on this thread: no lock and nothing shared. */
+const char *http_date_refresh(time_t now)
+{
+    http_date_format(now, http_date_cache.text);
+    http_date_cache.sec = now;
+    return http_date_cache.text;
+}

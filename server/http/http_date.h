@@ -1,6 +1,7 @@
 /* http_date.h — HTTP-date formatting and parsing (RFC 9110 section 5.6.7).
  *
- * Pure functions: no allocation, no locale, no global state; safe from any thread.
+ * Pure functions: no allocation, no locale, no global state; safe from any thread. Except
+ * http_date_now, which keeps one per-thread cache of the current second's date.
  */
 #ifndef LFHTTPD_HTTP_DATE_H
 #define LFHTTPD_HTTP_DATE_H
@@ -15,6 +16,23 @@
  * Thread-safe and locale-independent. Times outside years 0000..9999 are clamped to that range
  * (the format has exactly four year digits). Returns HTTP_DATE_LEN (29). */
 size_t http_date_format(time_t t, char out[30]);
+
+/* The current time as an IMF-fixdate, for a response's Date header: the calling thread's own
+ * copy, valid until that thread's next call in a later second (and at most while the thread
+ * lives). Costs a time() (vDSO) and a compare per call (inline: once per response), and a
+ * format per second per thread (http_date_refresh). */
+struct http_date_cache {
+    time_t sec;
+    char text[HTTP_DATE_LEN + 1];
+};
+extern _Thread_local struct http_date_cache http_date_cache;
+const char *http_date_refresh(time_t now);
+
+static inline const char *http_date_now(void)
+{
+    time_t now = time(NULL);
+    return now == http_date_cache.sec ? http_date_cache.text : http_date_refresh(now);
+}
 
 /* Parse an HTTP-date s/len (not NUL-terminated): an IMF-fixdate, or one of the obsolete forms
  * RFC 850 ("Sunday, 06-Nov-94 08:49:37 GMT") and asctime ("Sun Nov  6 08:49:37 1994").

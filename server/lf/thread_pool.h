@@ -1,43 +1,29 @@
-/* thread_pool.h — the Thread Pool participant of Leader/Followers, and the two strategies it is
+/* thread_pool.h — the Thread Pool participant of Leader/Followers, and the strategies it is
  * measured against (`concurrency`, docs/PERFORMANCE.md).
  *
- * leader-followers (default): N threads share one handle set. At most one thread (the leader)
- * waits in epoll_wait; the others (followers) wait on one condition variable. When the leader
- * detects events it gives up leadership and signals exactly one waiting follower
- * (promote_new_leader) BEFORE it processes what it detected, so the handle set is never left
- * without a waiter while there is a thread free to wait. After processing, the thread rejoins
- * as a follower (or becomes leader at once if the leader role is vacant). There is no queue and
- * no dispatcher thread: the thread that detects an event is the thread that processes it.
- * Variant: the leader may take a small batch of events from one epoll_wait; EPOLLONESHOT
- * guarantees that each belongs to it alone.
+ * leader-followers (default, thread_pool.c): N threads share one handle set. At most one thread
+ * (the leader) waits in epoll_wait; the others (followers) wait on one condition variable.
+ * When the leader detects events it gives up leadership and signals exactly one waiting
+ * follower (promote_new_leader) BEFORE it processes what it detected, so the handle set is
+ * never left without a waiter while there is a thread free to wait. After processing, the
+ * thread rejoins as a follower (or becomes leader at once if the leader role is vacant). There
+ * is no queue and no dispatcher thread: the thread that detects an event is the thread that
+ * processes it. Variant: the leader may take a small batch of events from one epoll_wait;
+ * EPOLLONESHOT guarantees that each belongs to it alone.
  *
- * reuseport (the paper's "Leader/Followers with multiple handle sets"): one handle set per
- * thread, each with its own SO_REUSEPORT listening sockets; each thread is the only member of
- * its group, so it leads its own set and never hands off. The kernel spreads connections over
- * the listeners; a connection stays with its thread for life.
+ * The other strategies are variants of it, each in a file of its own (tp_variant.h), chosen
+ * once by tp_init:
+ *   reuseport (reuseport.c): one handle set per thread, each thread the only member of its
+ *     group (the paper's "Leader/Followers with multiple handle sets");
+ *   leader-followers-edge (handle_set_edge.c): the same pool over the edge set, whose handles
+ *     are edge-triggered without EPOLLONESHOT; a handle that became ready again while its
+ *     owner ran it is run again by that owner, and a closed handle is freed only once no
+ *     thread can hold an event for it (tp_retire);
+ *   half-sync-half-async (hsha.c): the baseline the pattern paper argues against, a reactor
+ *     thread and a bounded queue in front of N workers.
  *
- * half-sync-half-async (the baseline the pattern paper argues against): one reactor thread waits
- * in epoll_wait on the shared handle set and puts each event into a bounded queue; N worker
- * threads take events from the queue and process them. Every event crosses threads.
- *
- * leader-followers-edge: the leader-followers pool, with its handles registered edge-triggered
- * and without EPOLLONESHOT. The kernel no longer hands a handle to one thread at a time; the
- * handle's ownership word does (handle_set.h), and a handle that became ready again while its
- * owner ran it is run again by that owner, from its thread's "again" list, before the thread
- * goes back to wait. The common keep-alive request then costs no epoll_ctl at all.
- *
- * All four run the same event handlers: a handler never knows which strategy called it.
- *
- * Reclamation (leader-followers-edge): without EPOLLONESHOT another thread may hold, in the batch
- * epoll_wait gave it, an event for a handle that its owner closes meanwhile. Such a handle is
- * retired (tp_retire), not freed: each thread publishes `qs`, odd from the moment it enters
- * epoll_wait until it has run the whole batch (and its again list), even otherwise. A handle
- * retired at time T is freed once every thread that was odd at T has changed its `qs` since:
- * every batch that could hold a stale event for it is finished. A closed handle is never
- * released, so its ownership word stays owned and such a stale event is dropped without
- * touching anything else. (The descriptor number may be reused at once: stale events are
- * recognised by the handle's pointer and its word, never by the fd.) The leader may sleep in
- * epoll_wait with an odd `qs`; the server's 250 ms tick bounds how long a retired handle waits. */
+ * All four run the same event handlers through the same calls (event_handler.h says what the
+ * edge set asks of them in addition). */
 #ifndef LF_THREAD_POOL_H
 #define LF_THREAD_POOL_H
 
@@ -46,13 +32,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
-#include <time.h>
 
 #include "lf/handle_set.h"
 
 struct server;
 
-/* A closed handle waiting for the threads that may still hold an event for it (edge mode). */
+/* A closed handle waiting for the threads that may still hold an event for it (tp_retire). */
 struct tp_retired {
     struct tp_retired *next;
     void (*free)(struct tp_retired *r);
@@ -91,14 +76,7 @@ struct lf_group {
     unsigned followers_waiting;
 };
 
-/* half-sync-half-async: the queue between the reactor and the workers. */
-struct event_queue {
-    pthread_mutex_t lock;
-    pthread_cond_t not_empty, not_full;
-    struct epoll_event *ring;
-    unsigned cap, head, count;
-    unsigned waiting;                /* workers waiting on not_empty */
-};
+#define TP_CACHE_LINE 64
 
 /* A pool thread's context, passed to every handler it runs. */
 struct worker {
@@ -108,17 +86,17 @@ struct worker {
     unsigned index;
     pthread_t thread;
     _Atomic int role;                /* enum worker_role, for status pages */
-    struct worker_stats stats;
-    time_t date_sec;                 /* this thread's cached Date header (refreshed per second) */
-    char date[32];
-    _Atomic uint64_t qs;             /* edge mode: odd while it may hold events (see above) */
-    struct hs_again again;           /* edge mode: handles it owns and must run again */
+    _Alignas(TP_CACHE_LINE) struct worker_stats stats; /* its counters on lines of their own */
 };
+
+struct tp_variant;
 
 struct thread_pool {
     struct server *srv;
     struct handle_set *hs;           /* the first (leader-followers, HS/HA: the only) set */
     enum concurrency mode;
+    const struct tp_variant *variant; /* what the strategy changes (tp_variant.h) */
+    void *variant_state;             /* and its own state (HS/HA: the queue; edge: retirement) */
     unsigned nthreads;               /* threads that run handlers */
     unsigned nworkers;               /* nthreads, plus the reactor under half-sync-half-async
                                         (workers[nthreads]) */
@@ -126,18 +104,14 @@ struct thread_pool {
     struct worker *workers;
     struct lf_group *groups;         /* leader-followers: 1; reuseport: nthreads; HS/HA: none */
     unsigned ngroups;
-    struct event_queue q;            /* half-sync-half-async only */
     _Atomic bool stopping;
-    /* leader-followers-edge: retired handles. `waiting` are freed once the grace period that
-     * began with `snap` (every worker's qs then) is over; `fresh` came after it began. */
-    pthread_mutex_t retire_lock;
-    struct tp_retired *waiting, *fresh;
-    uint64_t *snap;
-    _Atomic unsigned retired;        /* how many wait (a hint, read without the lock) */
 };
 
-/* Allocate the pool over `nhs` handle sets (reuseport: one per thread; otherwise one). Returns
- * 0 or -errno. */
+/* Create handle set `hs` of the kind `mode` runs over (hs_init, or hs_init_edge for
+ * leader-followers-edge). 0 or -errno; hs_close is safe either way. */
+int tp_handle_set_init(struct handle_set *hs, enum concurrency mode);
+/* Allocate the pool over `nhs` handle sets made by tp_handle_set_init (reuseport: one per
+ * thread; otherwise one). Returns 0 or -errno (nothing left to destroy). */
 int tp_init(struct thread_pool *tp, struct server *srv, enum concurrency mode,
             struct handle_set *hs, unsigned nhs, unsigned nthreads, int batch);
 /* Run the pool: start the other threads, join the pool on the calling thread, return when the
@@ -149,7 +123,8 @@ void tp_run(struct thread_pool *tp);
 void tp_stop(struct thread_pool *tp);
 void tp_destroy(struct thread_pool *tp);
 /* A handle closed while the pool runs: free it (r->free) once no thread can hold an event for
- * it. Under the other strategies (EPOLLONESHOT: nobody else holds one) at once. Any thread. */
+ * it: under EPOLLONESHOT (nobody else holds one) at once, under leader-followers-edge once
+ * every batch taken before the close is done (handle_set_edge.c). Any thread. */
 void tp_retire(struct thread_pool *tp, struct tp_retired *r);
 
 #endif

@@ -12,13 +12,7 @@
 #include "log/log.h"
 
 #define TIMER_BATCH 128 /* callbacks run per event; the rest go to the next event (any thread) */
-
-int64_t timer_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#define TIMER_FIRST_CAP 256 /* heap slots when the first entry is scheduled */
 
 /* ---- the heap (caller holds th->lock) --------------------------------------------------- */
 
@@ -87,8 +81,8 @@ static void program(struct timer_heap *th)
     if (due) {
         if (due < 1)
             due = 1; /* 0 would disarm */
-        its.it_value.tv_sec = due / 1000;
-        its.it_value.tv_nsec = (long)(due % 1000) * 1000000L;
+        its.it_value.tv_sec = due / TIMER_MS_PER_SEC;
+        its.it_value.tv_nsec = (long)(due % TIMER_MS_PER_SEC) * TIMER_NS_PER_MS;
     }
     if (timerfd_settime(th->eh.fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
         log_error("timerfd_settime: %s", strerror(errno));
@@ -160,7 +154,7 @@ int timer_add(struct timer_heap *th, struct timer_entry *t, int64_t due)
 {
     pthread_mutex_lock(&th->lock);
     if (th->n == th->cap) {
-        unsigned cap = th->cap ? th->cap * 2 : 256;
+        unsigned cap = th->cap ? th->cap * 2 : TIMER_FIRST_CAP;
         struct timer_entry **h = realloc(th->heap, cap * sizeof(*h));
         if (!h) {
             pthread_mutex_unlock(&th->lock);

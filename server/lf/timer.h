@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "lf/event_handler.h"
 
@@ -39,8 +40,18 @@ struct timer_heap {
     int64_t programmed;          /* deadline the timerfd is set to, 0 = disarmed */
 };
 
-/* Monotonic clock in milliseconds (CLOCK_MONOTONIC, not the coarse clock: delays are exact). */
-int64_t timer_now(void);
+#define TIMER_MS_PER_SEC 1000
+#define TIMER_NS_PER_MS 1000000
+
+/* The timers' clock, in milliseconds: CLOCK_MONOTONIC (the clock of the timerfd they are
+ * programmed into), not the coarse clock: delays are exact. Inline: a deferral reads it per
+ * wait. */
+static inline int64_t timer_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * TIMER_MS_PER_SEC + ts.tv_nsec / TIMER_NS_PER_MS;
+}
 
 /* Create the timerfd and register it in `hs`. Returns 0 or -errno. */
 int timer_init(struct timer_heap *th, struct handle_set *hs);

@@ -1,11 +1,12 @@
-/* test_handle_set.c — unit tests for server/lf/handle_set.c: the EPOLLONESHOT contract the pool
- * relies on. A reported handle stays silent until it is re-armed, whatever arrives meanwhile;
- * re-arming a handle that is still ready reports it again at once (level-triggered); a handle
- * is woken for what it asked for and nothing else (a half-closed peer does not wake a handle
- * waiting to write); and with several threads waiting on one set, every event goes to exactly
- * one of them. */
+/* test_handle_set.c — unit tests for server/lf/handle_set.c: the EPOLLONESHOT contract the
+ * pool relies on. A reported handle stays silent until it is re-armed, whatever arrives
+ * meanwhile; re-arming a handle that is still ready reports it again at once (level-triggered);
+ * a handle is woken for what it asked for and nothing else (a half-closed peer does not wake a
+ * handle waiting to write); and with several threads waiting on one set, every event goes to
+ * exactly one of them. And the edge set's ownership word (handle_set_edge.c, test_edge). */
 #include "lf/handle_set.h"
 #include "test.h"
+#include "lf/handle_set_edge.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -123,8 +124,9 @@ static void *sleep_in_wait(void *arg)
 static void test_edge(void)
 {
     struct handle_set hs;
-    ok(hs_init(&hs) == 0 && !hs.edge, "hs_init: EPOLLONESHOT unless asked");
-    hs.edge = true;
+    ok(hs_init(&hs) == 0 && !hs_edge(&hs), "hs_init: EPOLLONESHOT unless asked");
+    hs_close(&hs);
+    ok(hs_init_edge(&hs) == 0 && hs_edge(&hs), "hs_init_edge: the edge set");
     struct event_handler h = { .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .ops = &no_ops };
     struct epoll_event ev[4];
     is_int(hs_add(&hs, &h, EPOLLIN), 0, "edge: hs_add");
@@ -195,6 +197,16 @@ int main(void)
     is_int(ev_read(a.fd), 2, "both writes were kept for the reader");
     is_int(hs_rearm(&hs, &a, EPOLLIN), 0, "re-armed after draining");
     is_int(hs_wait(&hs, ev, 4, 50), 0, "drained and re-armed: silent");
+    /* The edge set's duties cost nothing here: level-triggered, the kernel keeps the state. */
+    ev_write(a.fd, 1);
+    ok(hs_wait(&hs, ev, 4, 1000) == 1, "reported");
+    hs_more(&hs, &a, EPOLLIN);
+    is_int(atomic_load(&a.hs_word), 0, "hs_more on the textbook set: nothing recorded");
+    is_int(hs_rearm(&hs, &a, EPOLLIN), 0, "re-armed, not drained");
+    ok(hs_wait(&hs, ev, 4, 1000) == 1, "what is left is reported again without hs_more");
+    hs_forget(&hs, &a);
+    is_int(hs_rearm(&hs, &a, EPOLLIN), 0, "hs_forget on the textbook set: still registered");
+    is_int(ev_read(a.fd), 1, "drained");
     ev_write(a.fd, 5);
     n = hs_wait(&hs, ev, 4, 1000);
     ok(n == 1 && ev[0].data.ptr == &a, "new data after the re-arm: reported");

@@ -3,8 +3,10 @@
 #include "test.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 static int parse(const char *s, time_t *t)
 {
@@ -98,6 +100,27 @@ static void round_trips(void)
     }
     is_int(bad, 0, "200000 random timestamps round-trip");
     is_int(badgm, 0, "200000 random timestamps agree with gmtime_r");
+}
+
+/* http_date_now: the formatted current second, one copy per thread. */
+static void *date_in_thread(void *arg)
+{
+    (void)arg;
+    return (void *)(uintptr_t)http_date_now();
+}
+
+static void test_date_now(void)
+{
+    time_t before = time(NULL);
+    const char *d = http_date_now();
+    time_t after = time(NULL), t = 0;
+    ok(d && http_date_parse(d, strlen(d), &t) == 0 && t >= before && t <= after,
+       "http_date_now: the current second as an IMF-fixdate");
+    ok(http_date_now() == d, "http_date_now: the thread's one cache");
+    pthread_t th;
+    void *other = NULL;
+    ok(pthread_create(&th, NULL, date_in_thread, NULL) == 0 && pthread_join(th, &other) == 0 &&
+       other && (uintptr_t)other != (uintptr_t)d, "http_date_now: another thread has its own");
 }
 
 int main(void)
@@ -213,5 +236,6 @@ int main(void)
 
     is_int(http_date_format(784111777, out), 29, "format length");
     is_int(strlen(out), 29, "formatted string is 29 chars");
+    test_date_now();
     return done_testing();
 }

@@ -21,6 +21,7 @@
  *     is freed once it has; under EPOLLONESHOT it is freed at once. */
 #include "lf/handle_set.h"
 #include "test.h"
+#include "lf/hsha.h"
 #include "lf/thread_pool.h"
 
 #include <dlfcn.h>
@@ -226,9 +227,8 @@ static bool pool_start(struct test_pool *p, enum concurrency mode, unsigned nthr
     p->nhs = mode == CONC_REUSEPORT ? nthreads : 1;
     p->hs = calloc(p->nhs, sizeof(*p->hs));
     for (unsigned i = 0; i < p->nhs; i++) {
-        if (hs_init(&p->hs[i]) < 0)
+        if (tp_handle_set_init(&p->hs[i], mode) < 0)
             return false;
-        p->hs[i].edge = mode == CONC_LEADER_FOLLOWERS_EDGE;
     }
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cv, NULL);
@@ -306,11 +306,9 @@ static bool at_rest(struct test_pool *p)
                     p->tp.groups[g].followers_waiting == members - 1;
             pthread_mutex_unlock(&p->tp.groups[g].lock);
         }
-        if (p->tp.mode == CONC_HALF_SYNC_HALF_ASYNC) {
-            pthread_mutex_lock(&p->tp.q.lock);
-            rest &= p->tp.q.waiting == p->tp.nthreads && p->tp.q.count == 0;
-            pthread_mutex_unlock(&p->tp.q.lock);
-        }
+        struct hsha_queue_state q;
+        if (hsha_queue_state(&p->tp, &q))
+            rest &= q.waiting == p->tp.nthreads && q.count == 0;
         if (rest)
             return true;
         if (mono_ms() > end)
@@ -479,9 +477,8 @@ static void test_stop_busy(enum concurrency mode)
         }
         end = mono_ms() + STALL_MS;
         for (;;) {
-            pthread_mutex_lock(&p->tp.q.lock);
-            queue_full = p->tp.q.count == p->tp.q.cap;
-            pthread_mutex_unlock(&p->tp.q.lock);
+            struct hsha_queue_state q;
+            queue_full = hsha_queue_state(&p->tp, &q) && q.count == q.cap;
             if (queue_full || mono_ms() > end)
                 break;
             usleep(1000);
@@ -552,6 +549,53 @@ static void test_retire(enum concurrency mode)
     free(p);
 }
 
+/* ---- choosing the strategy ------------------------------------------------------------------ */
+
+static bool freed_at_once;
+
+static void note_freed(struct tp_retired *r)
+{
+    (void)r;
+    freed_at_once = true;
+}
+
+/* The handle set and the pool a strategy is made of; refusals leave nothing to destroy. */
+static void test_setup(void)
+{
+    static const enum concurrency modes[] = { CONC_LEADER_FOLLOWERS, CONC_HALF_SYNC_HALF_ASYNC,
+                                              CONC_REUSEPORT, CONC_LEADER_FOLLOWERS_EDGE };
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        struct handle_set hs;
+        ok(tp_handle_set_init(&hs, modes[i]) == 0 &&
+           hs_edge(&hs) == (modes[i] == CONC_LEADER_FOLLOWERS_EDGE),
+           "%s: its kind of handle set", concurrency_names[modes[i]]);
+        struct thread_pool tp;
+        struct hsha_queue_state q;
+        ok(tp_init(&tp, NULL, modes[i], &hs, 1, 1, 8) == 0, "%s: pool of one thread",
+           concurrency_names[modes[i]]);
+        ok(hsha_queue_state(&tp, &q) == (modes[i] == CONC_HALF_SYNC_HALF_ASYNC),
+           "%s: a queue only under half-sync-half-async", concurrency_names[modes[i]]);
+        ok(tp.nworkers == (modes[i] == CONC_HALF_SYNC_HALF_ASYNC ? 2u : 1u),
+           "%s: threads (HS/HA: and the reactor)", concurrency_names[modes[i]]);
+        tp_destroy(&tp);
+        hs_close(&hs);
+    }
+    struct handle_set hs;
+    is_int(tp_handle_set_init(&hs, CONC_COUNT), -EINVAL, "an unknown strategy: no handle set");
+    is_int(hs.epfd, -1, "and nothing to close");
+    struct thread_pool tp;
+    is_int(tp_init(&tp, NULL, CONC_COUNT, NULL, 0, 1, 1), -EINVAL, "an unknown strategy: no pool");
+    ok(tp_handle_set_init(&hs, CONC_REUSEPORT) == 0, "reuseport: a handle set");
+    is_int(tp_init(&tp, NULL, CONC_REUSEPORT, &hs, 1, 2, 1), -EINVAL,
+           "reuseport: one handle set per thread, or no pool");
+    ok(tp.workers == NULL && tp.groups == NULL, "refused: nothing left to destroy");
+    hs_close(&hs);
+    memset(&tp, 0, sizeof(tp));
+    struct tp_retired r = { .free = note_freed };
+    tp_retire(&tp, &r);
+    ok(freed_at_once, "a pool never initialised (one thread, its own) frees a handle at once");
+}
+
 int main(void)
 {
     struct rlimit rl;
@@ -561,6 +605,7 @@ int main(void)
     }
     static const enum concurrency modes[] = { CONC_LEADER_FOLLOWERS, CONC_HALF_SYNC_HALF_ASYNC,
                                               CONC_REUSEPORT, CONC_LEADER_FOLLOWERS_EDGE };
+    test_setup();
     test_strategy(CONC_LEADER_FOLLOWERS, 1);
     test_strategy(CONC_LEADER_FOLLOWERS, 8);
     test_strategy(CONC_HALF_SYNC_HALF_ASYNC, 8);
