@@ -12,11 +12,23 @@
 # `make container-test` builds and runs this image (tests/container/run.sh).
 
 # ---- build stage -------------------------------------------------------------------------
-FROM debian:bookworm-slim AS build
-RUN apt-get update \
+# It runs on the machine that builds (BUILDPLATFORM) and cross-compiles when the image is for
+# another architecture (`podman build --platform linux/arm64`, `docker buildx build
+# --platform linux/amd64,linux/arm64`): Debian's cross compiler and the target's libraries
+# through multiarch, so no step of the build runs under emulation.
+# (BuildKit sets BUILDPLATFORM and TARGETARCH itself; podman 4 sets TARGETARCH from
+# --platform, and BUILDPLATFORM is given: --build-arg BUILDPLATFORM=linux/amd64.)
+ARG BUILDPLATFORM
+FROM --platform=$BUILDPLATFORM debian:bookworm-slim AS build
+ARG TARGETARCH
+RUN set -eu; build=$(dpkg --print-architecture); arch=${TARGETARCH:-$build}; \
+    libs="libc6-dev libssl-dev libcrypt-dev zlib1g-dev libbrotli-dev libzstd-dev libsystemd-dev"; \
+    if [ "$arch" = "$build" ]; then tools="gcc"; \
+    else dpkg --add-architecture "$arch"; tools="crossbuild-essential-$arch"; \
+         libs=$(for l in $libs; do printf '%s:%s ' "$l" "$arch"; done); fi; \
+    apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev libbrotli-dev \
-        libzstd-dev libsystemd-dev \
+        make binutils node-llhttp $tools $libs \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -25,9 +37,12 @@ COPY handlers/ handlers/
 COPY tools/ tools/
 # The Makefile's release build: -O2, -D_FORTIFY_SOURCE=2, -fstack-protector-strong,
 # -fstack-clash-protection, -fPIE -pie, -z relro -z now, -z noexecstack, -Werror.
-RUN make -j"$(nproc)" \
- && strip build/lfhttpd \
- && build/lfhttpd --version
+RUN set -eu; build=$(dpkg --print-architecture); arch=${TARGETARCH:-$build}; cross=""; \
+    case $arch in "$build") ;; arm64) cross=aarch64-linux-gnu- ;; \
+        *) echo "no cross compiler named for $arch" >&2; exit 1 ;; esac; \
+    make -j"$(nproc)" CC=${cross}gcc \
+ && ${cross}strip build/lfhttpd \
+ && readelf -h build/lfhttpd | grep Machine
 
 # The runtime root filesystem in /rootfs: the binary and the libraries it loads, found from
 # the binary (tools/image-rootfs.sh); the configuration; the site without its CGI demos
@@ -37,7 +52,8 @@ COPY conf/mime.types /rootfs/etc/lfhttpd/mime.types
 COPY www/ /rootfs/srv/www/
 RUN sh tools/image-rootfs.sh build/lfhttpd /rootfs \
  && rm -rf /rootfs/srv/www/cgi-bin \
- && chroot /rootfs /usr/local/bin/lfhttpd -t -c /etc/lfhttpd/lfhttpd.conf
+ && if [ "${TARGETARCH:-$(dpkg --print-architecture)}" = "$(dpkg --print-architecture)" ]; then \
+        chroot /rootfs /usr/local/bin/lfhttpd -t -c /etc/lfhttpd/lfhttpd.conf; fi
 
 # ---- runtime stage: nothing but /rootfs ----------------------------------------------------
 FROM scratch

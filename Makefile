@@ -34,6 +34,8 @@
 #   make arm64-test           cross-build for arm64 (Debian's cross compiler and multiarch
 #                             libraries) into build-arm64/, then run its unit tests and the
 #                             server under qemu-user (tests/cross/run.sh; installs them as root)
+#   make arm64-image-test     the container image for linux/arm64 (podman build --platform),
+#                             run under qemu-user (tests/cross/image.sh; as root)
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
 #                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run): docs/PERFORMANCE.md
 #
@@ -49,14 +51,14 @@
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
 DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench install man package \
-              package-test package-install-test soak arm64-test analyze
+              package-test package-install-test soak arm64-test arm64-image-test analyze
 DEPS_SETS  := build \
     $(if $(filter test fuzz-run container-test quickstart-test soak,$(MAKECMDGOALS)),test) \
     $(if $(filter package package-test package-install-test,$(MAKECMDGOALS)),package) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
     $(if $(filter bench,$(MAKECMDGOALS)),bench) \
     $(if $(filter analyze,$(MAKECMDGOALS)),analyze) \
-    $(if $(filter arm64-test,$(MAKECMDGOALS)),arm64)
+    $(if $(filter arm64-test arm64-image-test,$(MAKECMDGOALS)),arm64)
 
 ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
 ifndef LFHTTPD_DEPS_DONE
@@ -220,6 +222,12 @@ arm64-test:
 	@$(MAKE) --no-print-directory CC=aarch64-linux-gnu-gcc BUILD=$(ARM64_BUILD) \
 	    $(ARM64_BUILD)/lfhttpd unit
 	@bash tests/cross/run.sh $(ARM64_BUILD)
+
+# The container image for linux/arm64 from the same Dockerfile (its build stage cross-compiles),
+# run under qemu-user through the kernel's binfmt handler (tests/cross/image.sh; as root).
+.PHONY: arm64-image-test
+arm64-image-test:
+	@bash tests/cross/image.sh
 
 # The soak (tests/soak.py): samples and a summary in $(BUILD)/soak/; the last line is
 # "N passed, N failed", one per check.
