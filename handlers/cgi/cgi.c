@@ -43,13 +43,15 @@
 #include <unistd.h>
 
 #include "base/carry.h"
-#include "cgi/cgi.h"
+#include "cgi/cgi_conf.h"
 #include "cgi/cgi_env.h"
 #include "cgi/cgi_head.h"
 #include "exchange/exchange.h"
 #include "static/file_cache.h"
+#include "static/static_conf.h"
 #include "exchange/handler.h"
 #include "log/log.h"
+#include "log/stats_writer.h"
 #include "http/path.h"
 #include "conf/runtime.h"
 #include "conf/site.h"
@@ -129,17 +131,35 @@ struct cgi_job {
     size_t errlen;
 };
 
-void cgi_get_stats(struct server *srv, struct cgi_stats *out)
+/* stats() (handler.h): the process-wide counters (all zero while no location runs CGI). */
+static void cgi_stats(void *process, void *generation, const struct runtime *rt,
+                      struct stats_writer *w)
 {
-    struct cgi_global *g = handler_process_state(srv, &cgi_handler);
-    memset(out, 0, sizeof(*out));
-    if (!g)
+    (void)generation;
+    struct cgi_global *g = process;
+    unsigned running = 0;
+    unsigned long long started = 0, rejected = 0, timeouts = 0, failed = 0;
+    if (g) {
+        running = atomic_load_explicit(&g->running, memory_order_relaxed);
+        started = atomic_load_explicit(&g->started, memory_order_relaxed);
+        rejected = atomic_load_explicit(&g->rejected, memory_order_relaxed);
+        timeouts = atomic_load_explicit(&g->timeouts, memory_order_relaxed);
+        failed = atomic_load_explicit(&g->failed, memory_order_relaxed);
+    }
+    if (w->format == STATS_JSON) {
+        stats_printf(w, "\"cgi\":{\"running\":%u,\"max\":%u,\"started\":%llu,\"rejected\":%llu,"
+                        "\"timeouts\":%llu,\"failed\":%llu},",
+                     running, cgi_top(&rt->cfg)->max, started, rejected, timeouts, failed);
         return;
-    out->running = atomic_load_explicit(&g->running, memory_order_relaxed);
-    out->started = atomic_load_explicit(&g->started, memory_order_relaxed);
-    out->rejected = atomic_load_explicit(&g->rejected, memory_order_relaxed);
-    out->timeouts = atomic_load_explicit(&g->timeouts, memory_order_relaxed);
-    out->failed = atomic_load_explicit(&g->failed, memory_order_relaxed);
+    }
+    stats_metric(w, "lfhttpd_cgi_running", "gauge", "CGI scripts running.", running);
+    stats_metric(w, "lfhttpd_cgi_started_total", "counter", "CGI scripts started.", started);
+    stats_metric(w, "lfhttpd_cgi_rejected_total", "counter",
+                 "CGI requests refused at cgi_max (503).", rejected);
+    stats_metric(w, "lfhttpd_cgi_timeouts_total", "counter", "CGI scripts killed at cgi_timeout.",
+                 timeouts);
+    stats_metric(w, "lfhttpd_cgi_failed_total", "counter", "CGI scripts that could not start.",
+                 failed);
 }
 
 /* ---- the job's descriptors -------------------------------------------------------------------- */
@@ -816,7 +836,7 @@ static int find_script(struct cgi *cg, const char *rel, size_t len, struct scrip
         end = slash ? (size_t)(slash - rel) : len;
         memcpy(part, rel, end);
         part[end] = '\0';
-        int fd = fc_open_beneath(cg->dir_fd, part, cg->lc->symlinks, 0);
+        int fd = fc_open_beneath(cg->dir_fd, part, static_conf(cg->lc)->symlinks, 0);
         struct stat st;
         int err = fd < 0 ? -fd : fstat(fd, &st) < 0 ? EIO : 0;
         if (!err && S_ISDIR(st.st_mode) && end < len) {
@@ -869,8 +889,8 @@ static int build_env(struct cgi *cg, struct cgi_job *job, const struct exchange 
                   .sin6_addr = ex->client_addr }, /* the client's (trusted proxies) */
         .https = ex->tls,
         .remote_user = ex->remote_user,
-        .pass = cfg->cgi_env_pass,
-        .npass = cfg->ncgi_env_pass,
+        .pass = cgi_top(cfg)->env_pass,
+        .npass = cgi_top(cfg)->nenv_pass,
     };
     /* The server's own address: the one this request came to (not the listener's wildcard). */
     if (ex_local_address(ex, &info.local) < 0)
@@ -913,7 +933,7 @@ static struct cgi_job *job_new(struct cgi *cg, const struct exchange *ex, const 
     job->script_fd = sc->fd;
     job->own_dir_fd = sc->dir_fd >= 0;
     job->dir_fd = job->own_dir_fd ? sc->dir_fd : cg->dir_fd;
-    job->timeout = ex->rt->cfg.cgi_timeout;
+    job->timeout = cgi_top(&ex->rt->cfg)->timeout;
     job->timeout_send = ex->rt->cfg.timeout_send;
     size_t name_len = (size_t)(rel + sc->len - ex->path);
     snprintf(job->name, sizeof(job->name), "%.*s", (int)name_len, ex->path);
@@ -936,7 +956,8 @@ static int cgi_handle(void *inst, struct exchange *ex)
         return ex_error(ex, ex_status_for_errno(-rc));
 
     struct cgi_global *g = cg->g;
-    if (atomic_fetch_add_explicit(&g->running, 1, memory_order_relaxed) >= ex->rt->cfg.cgi_max) {
+    unsigned max = cgi_top(&ex->rt->cfg)->max;
+    if (atomic_fetch_add_explicit(&g->running, 1, memory_order_relaxed) >= max) {
         atomic_fetch_sub_explicit(&g->running, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&g->rejected, 1, memory_order_relaxed);
         close(sc.fd);
@@ -1123,4 +1144,5 @@ const struct handler_ops cgi_handler = {
     .writable = cgi_writable,
     .abort = cgi_abort,
     .destroy = cgi_destroy,
+    .stats = cgi_stats,
 };

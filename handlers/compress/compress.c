@@ -1,5 +1,6 @@
 /* compress.c — compression of static files on the fly, paid once; see compress.h. */
 #include "compress/compress.h"
+#include "compress/compress_conf.h"
 
 #include <brotli/encode.h>
 #include <ctype.h>
@@ -50,15 +51,17 @@ bool compress_type_ok(const struct loc_conf *lc, const char *type, size_t len)
     size_t n = 0; /* the media type without its parameters */
     while (n < len && type[n] != ';' && type[n] != ' ' && type[n] != '\t')
         n++;
-    for (int i = 0; i < lc->ncompress_types; i++)
-        if (type_matches(lc->compress_types[i], type, n))
+    const struct compress_conf *cc = compress_conf(lc);
+    for (int i = 0; i < cc->ntypes; i++)
+        if (type_matches(cc->types[i], type, n))
             return true;
     return false;
 }
 
 bool compress_eligible(const struct loc_conf *lc, const char *type, uint64_t size)
 {
-    if (!lc->compress || size == 0 || size < (uint64_t)lc->compress_min_size ||
+    const struct compress_conf *cc = compress_conf(lc);
+    if (!cc->compress || size == 0 || size < (uint64_t)cc->min_size ||
         size > COMPRESS_MAX_INPUT || !type)
         return false;
     return compress_type_ok(lc, type, strlen(type));
@@ -981,7 +984,8 @@ struct compress_loc *compress_loc_create(_Atomic(void *) *process, struct file_c
                                          const struct loc_conf *lc, char *err, size_t errlen)
 {
     err[0] = '\0';
-    if (!lc->compress)
+    const struct compress_conf *cc = compress_conf(lc);
+    if (!cc->compress)
         return NULL;
     struct compress_loc *cl = calloc(1, sizeof(*cl));
     if (!cl || !(cl->root = strdup(lc->root))) {
@@ -996,8 +1000,8 @@ struct compress_loc *compress_loc_create(_Atomic(void *) *process, struct file_c
         free(cl);
         return NULL;
     }
-    if (lc->compress_cache_dir[0]) {
-        cl->dir = dir_get(cl->cz, lc->compress_cache_dir, (uint64_t)lc->compress_cache_size);
+    if (cc->cache_dir[0]) {
+        cl->dir = dir_get(cl->cz, cc->cache_dir, (uint64_t)cc->cache_size);
         if (!cl->dir) {
             compress_loc_destroy(cl);
             snprintf(err, errlen, "out of memory");
@@ -1012,7 +1016,7 @@ struct compress_loc *compress_loc_create(_Atomic(void *) *process, struct file_c
     version_text(ver[FC_ZSTD], sizeof(ver[0]), zv / 10000, zv / 100 % 100, zv % 100);
     snprintf(ver[FC_GZIP], sizeof(ver[0]), "%s", zlibVersion());
     for (int i = 0; i < FC_NENC; i++) {
-        cl->level[i] = lc->compress_level[i];
+        cl->level[i] = cc->level[i];
         snprintf(cl->etag_suffix[i], sizeof(cl->etag_suffix[i]), "-%.4s%d.%.23s",
                  fc_encoding_names[i], cl->level[i], ver[i]);
     }

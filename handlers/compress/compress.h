@@ -100,6 +100,9 @@ struct compress_stats {
 /* The counters of the compressor (the static handler type's process-wide state, NULL when no
  * location compresses: all zero). */
 void compress_get_stats(void *process, struct compress_stats *out);
+/* The same, written for /server-status (JSON) or /metrics (compress_stats.c). */
+struct stats_writer;
+void compress_write_stats(void *process, struct stats_writer *w);
 
 /* The static handler type's process-wide state (the compressor), made if it is not there yet:
  * what compress_dynamic needs even where no location compresses files. NULL (with a reason in

@@ -28,6 +28,7 @@
 #include <zstd.h>
 
 #include "compress/compress.h"
+#include "compress/compress_conf.h"
 #include "exchange/exchange.h"
 #include "exchange/handler.h"
 #include "conf/runtime.h"
@@ -57,7 +58,7 @@ static struct compress_streams *streams(const struct exchange *ex)
 
 static unsigned offer(const struct exchange *ex)
 {
-    if (!ex->loc || ex->loc->compress_dynamic != 1 || !streams(ex))
+    if (!ex->loc || compress_conf(ex->loc)->dynamic != 1 || !streams(ex))
         return 0;
     struct accept_enc ae;
     compress_accept_parse(HTTP_KNOWN(ex->req, H_ACCEPT_ENCODING), &ae);
@@ -150,7 +151,7 @@ static int begin(const struct exchange *ex, unsigned off, struct response *r, in
 {
     const struct loc_conf *lc = ex->loc;
     if ((r->status != 200 && r->status != 403 && r->status != 404) || r->has_length ||
-        (length >= 0 && (length == 0 || length < lc->compress_min_size)))
+        (length >= 0 && (length == 0 || length < compress_conf(lc)->min_size)))
         return 0;
     struct head_fields h;
     scan_head(r, &h);
@@ -168,7 +169,7 @@ static int begin(const struct exchange *ex, unsigned off, struct response *r, in
     }
     struct compress_streams *st = streams(ex);
     if (atomic_fetch_add_explicit(&st->active, 1, memory_order_relaxed) >=
-        ex->rt->cfg.compress_dynamic_max) {
+        compress_top(&ex->rt->cfg)->dynamic_max) {
         atomic_fetch_sub_explicit(&st->active, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&st->busy, 1, memory_order_relaxed);
         return 0; /* enough contexts held already: this one goes out identity */

@@ -137,5 +137,10 @@ void fc_get_stats(struct file_cache *fc, struct fc_stats *out);
 struct runtime;
 /* The static handler's open-file cache in configuration generation `rt` (static_file.c). */
 struct file_cache *static_file_cache(const struct runtime *rt);
+/* The static type's stats() hook (handler.h): its open-file cache and compressor
+ * (static_stats.c). */
+struct stats_writer;
+void static_file_stats(void *process, void *generation, const struct runtime *rt,
+                       struct stats_writer *w);
 
 #endif

@@ -22,6 +22,8 @@
 
 #include "compress/compress.h"
 #include "static/file_cache.h"
+#include "static/static_conf.h"
+#include "compress/compress_conf.h"
 #include "exchange/handler.h"
 #include "http/http_date.h"
 #include "exchange/exchange.h"
@@ -55,7 +57,7 @@ static bool any_compress_dynamic(const struct runtime *rt)
     for (unsigned i = 0; i < ss->nsites; i++) {
         const struct site *s = &ss->sites[i];
         for (unsigned j = 0; j <= s->nlocs; j++)
-            if ((j == 0 ? &s->base : &s->locs[j - 1])->compress_dynamic == 1)
+            if (compress_conf(j == 0 ? &s->base : &s->locs[j - 1])->dynamic == 1)
                 return true;
     }
     return false;
@@ -250,9 +252,10 @@ static void release_entry(void *ref)
 /* Per-request headers: Expires (relative to now). */
 static void add_expires(struct response *r, const struct loc_conf *lc)
 {
-    if (lc->expires >= 0) {
+    int64_t expires = static_conf(lc)->expires;
+    if (expires >= 0) {
         char d[32];
-        http_date_format(time(NULL) + lc->expires, d);
+        http_date_format(time(NULL) + expires, d);
         RESP_HEADER(r, "Expires", d, 29);
     }
 }
@@ -260,8 +263,9 @@ static void add_expires(struct response *r, const struct loc_conf *lc)
 /* Location headers (add_header, Cache-Control) for answers not built from a cache entry. */
 static void add_location_headers(struct response *r, const struct loc_conf *lc)
 {
-    if (lc->cache_control[0])
-        RESP_HEADER_STR(r, "Cache-Control", lc->cache_control);
+    const char *cache_control = static_conf(lc)->cache_control;
+    if (cache_control[0])
+        RESP_HEADER_STR(r, "Cache-Control", cache_control);
     for (int i = 0; i < lc->nheaders; i++)
         resp_header(r, lc->headers[i].name, lc->headers[i].name_len, lc->headers[i].value,
                     lc->headers[i].value_len);
@@ -273,7 +277,7 @@ static int send_not_modified(struct exchange *ex, const struct fc_entry *e)
     char head[RESP_HEAD_MAX];
     struct response r;
     resp_begin(&r, head, sizeof(head), 304, ex->date);
-    if (ex->loc->etag)
+    if (static_conf(ex->loc)->etag)
         RESP_HEADER(&r, "ETag", e->etag, e->etag_len);
     RESP_HEADER(&r, "Last-Modified", e->last_modified, 29);
     if (e->vary)
@@ -612,7 +616,7 @@ static struct dirent_info *read_entries(DIR *d, const struct loc_conf *lc, size_
     bool short_of_memory = !ents;
     struct dirent *de;
     while (!short_of_memory && (de = readdir(d))) {
-        if (de->d_name[0] == '.' && (!lc->hidden_files || !strcmp(de->d_name, ".") ||
+        if (de->d_name[0] == '.' && (!static_conf(lc)->hidden_files || !strcmp(de->d_name, ".") ||
                                      !strcmp(de->d_name, "..")))
             continue;
         struct stat st;
@@ -723,7 +727,7 @@ static int list_directory(struct exchange *ex)
     const struct loc_conf *lc = ex->loc;
     const struct http_request *req = ex->req;
     const char *rel = ex->path_len > 1 ? ex->path + 1 : ".";
-    int dfd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, O_DIRECTORY);
+    int dfd = fc_open_beneath(lc->root_fd, rel, static_conf(lc)->symlinks, O_DIRECTORY);
     if (dfd < 0)
         return ex_error(ex, dfd == -ENOENT ? 404 : 403);
     DIR *d = fdopendir(dfd);
@@ -781,7 +785,7 @@ static int answer_entry(struct static_files *sf, struct exchange *ex, struct fc_
     case FC_DIR_REDIRECT:
         return redirect_to_dir(ex);
     case FC_DIR:
-        return ex->loc->listing ? list_directory(ex) : ex_error(ex, 403);
+        return static_conf(ex->loc)->listing ? list_directory(ex) : ex_error(ex, 403);
     case FC_OTHER:
         return ex_error(ex, 403);
     case FC_MISSING:
@@ -806,17 +810,18 @@ static int static_handle(void *inst, struct exchange *ex)
     }
     if (req->method != HTTP_GET && req->method != HTTP_HEAD)
         return ex_error(ex, 405);
-    if (!lc->hidden_files && !ex->path_plain && path_has_hidden_segment(ex->path, ex->path_len))
+    const struct static_conf *sc = static_conf(lc);
+    if (!sc->hidden_files && !ex->path_plain && path_has_hidden_segment(ex->path, ex->path_len))
         return ex_error(ex, 404);
 
     struct fc_entry *e = fc_get(sf->fc, lc, ex->path, ex->path_len);
     if (!e)
         return ex_error(ex, 503);
-    if (e->kind == FC_MISSING && ex_status_for_errno(e->err) == 404 && lc->spa_fallback[0] &&
-        strcmp(ex->path, lc->spa_fallback)) {
+    if (e->kind == FC_MISSING && ex_status_for_errno(e->err) == 404 && sc->spa_fallback[0] &&
+        strcmp(ex->path, sc->spa_fallback)) {
         /* Single-page application: unknown paths get the app's entry page. */
         fc_release(e);
-        e = fc_get(sf->fc, lc, lc->spa_fallback, strlen(lc->spa_fallback));
+        e = fc_get(sf->fc, lc, sc->spa_fallback, strlen(sc->spa_fallback));
         if (!e)
             return ex_error(ex, 503);
         if (e->kind != FC_FILE) {
@@ -834,10 +839,11 @@ static int static_handle(void *inst, struct exchange *ex)
 static int static_error_page(struct exchange *ex, int status)
 {
     const struct loc_conf *lc = ex->loc;
-    for (int i = 0; i < lc->nerror_pages; i++) {
-        if (lc->error_pages[i].status != status)
+    const struct static_conf *sc = static_conf(lc);
+    for (int i = 0; i < sc->nerror_pages; i++) {
+        if (sc->error_pages[i].status != status)
             continue;
-        const char *p = lc->error_pages[i].path;
+        const char *p = sc->error_pages[i].path;
         struct fc_entry *e = fc_get(static_file_cache(ex->rt), lc, p, strlen(p));
         if (!e)
             return -ENOENT;
@@ -869,4 +875,5 @@ const struct handler_ops static_file_handler = {
     .create = static_create,
     .handle = static_handle,
     .destroy = static_destroy,
+    .stats = static_file_stats,
 };

@@ -18,6 +18,7 @@
 
 #include "base/cpu_limit.h"
 #include "conf/directives.h"
+#include "conf/handler_conf.h"
 #include "log/log.h"
 #include "base/version.h"
 
@@ -59,13 +60,7 @@ static int config_defaults(struct config *cfg)
     cfg->access_log_buffer = 0; /* every line written at once: nothing lost on a crash */
     cfg->access_log_flush = 1000;
     cfg->tcp_notsent_lowat = 256 * 1024; /* docs/PERFORMANCE.md, "Large files" */
-    cfg->cgi_timeout = 30000;
-    cfg->cgi_max = 64;
-    cfg->compress_dynamic_max = 64;
-    snprintf(cfg->cgi_env_pass[0], sizeof(cfg->cgi_env_pass[0]), "PATH");
-    cfg->ncgi_env_pass = 1;
-    if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||
-        cidr_list_add(&cfg->status_allow, "::1") < 0) {
+    if (conf_top_init(cfg) < 0) {
         fprintf(stderr, "lfhttpd: out of memory\n");
         return -1;
     }
@@ -377,7 +372,7 @@ void config_free(struct config *cfg)
 {
     site_set_free(&cfg->sites);
     cidr_list_free(&cfg->trusted_proxies);
-    cidr_list_free(&cfg->status_allow);
+    conf_top_free(cfg);
     cidr_list_free(&cfg->limit_allow);
 }
 
@@ -546,7 +541,8 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         nadmin += cfg->listen[i].admin;
     if (nadmin && site_add_admin(&cfg->sites) < 0)
         return CONFIG_ERROR;
-    if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0 || cli_certificates(cfg, cl) < 0)
+    if (site_add_builtins(&cfg->sites) < 0 || conf_finish(cfg) < 0 ||
+        cli_certificates(cfg, cl) < 0)
         return CONFIG_ERROR;
     if (site_set_finish(&cfg->sites) < 0 || site_set_check(&cfg->sites) < 0)
         return CONFIG_ERROR;

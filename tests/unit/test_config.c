@@ -3,6 +3,7 @@
  * naming the file and the line of the mistake. Also: what a valid file sets, and that comments,
  * blank lines and quoted values are counted and read as documented. */
 #include "conf/config.h"
+#include "daemon/setup.h"
 #include "test.h"
 
 #include <fcntl.h>
@@ -59,6 +60,7 @@ static void mistake(const char *what, const char *text, unsigned line, const cha
 
 int main(void)
 {
+    daemon_setup_conf(); /* the handler types' directives, as main() does */
     if (!mkdtemp(tmp))
         return 1;
     snprintf(conf, sizeof(conf), "%s/lfhttpd.conf", tmp);
