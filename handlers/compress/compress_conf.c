@@ -66,7 +66,7 @@ static int d_level(const struct directive *d, const struct dir_ctx *x, char **ar
 {
     (void)nargs;
     static const char *const words[] = { "br", "zstd", "gzip", NULL };
-    static const int lo[COMPRESS_NCODINGS] = { 0, 1, 1 }, hi[COMPRESS_NCODINGS] = { 11, 19, 9 };
+    static const int lo[CODING_COUNT] = { 0, 1, 1 }, hi[CODING_COUNT] = { 11, 19, 9 };
     int c = directive_one_of(d, x, args[0], words, "a coding: br, zstd or gzip");
     if (c < 0)
         return -1;
@@ -117,7 +117,7 @@ static void loc_init(void *b)
     cl->compress = -1;
     cl->ntypes = -1;
     cl->min_size = -1;
-    for (int i = 0; i < COMPRESS_NCODINGS; i++)
+    for (int i = 0; i < CODING_COUNT; i++)
         cl->level[i] = -1;
     cl->cache_size = -1;
     cl->dynamic = -1;
@@ -167,7 +167,7 @@ static int loc_merge(void *b, const void *parent)
     }
     if (cl->min_size < 0)
         cl->min_size = p->min_size;
-    for (int i = 0; i < COMPRESS_NCODINGS; i++)
+    for (int i = 0; i < CODING_COUNT; i++)
         if (cl->level[i] < 0)
             cl->level[i] = p->level[i];
     if (!cl->cache_dir && p->cache_dir && !(cl->cache_dir = strdup(p->cache_dir)))

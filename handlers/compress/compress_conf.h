@@ -7,10 +7,8 @@
 
 #include <stdint.h>
 
+#include "compress/coding.h"
 #include "conf/config.h"
-
-/* The codings compress_level sets, in the order of enum fc_encoding (file_cache.h). */
-#define COMPRESS_NCODINGS 3
 
 /* A location's settings; -1 / NULL while unset during loading. */
 struct compress_conf {
@@ -18,7 +16,7 @@ struct compress_conf {
     char **types;             /* media-type patterns: text/html, text/ANY, application/ANY+json */
     int ntypes;               /* -1 unset */
     int64_t min_size;         /* bytes; -1 unset */
-    int level[COMPRESS_NCODINGS]; /* br, zstd, gzip; -1 unset */
+    int level[CODING_COUNT]; /* br, zstd, gzip; -1 unset */
     char *cache_dir;          /* "" = off (variants kept in memory only) */
     int64_t cache_size;       /* bytes; -1 unset */
     int dynamic;              /* on|off: streamed responses (CGI, test endpoints), gzip/zstd */

@@ -41,9 +41,7 @@ struct file_cache {
     struct fc_shard shards[FC_SHARDS];
 };
 
-static const char *const enc_suffix[FC_NENC] = { ".br", ".zst", ".gz" };
-const char *const fc_encoding_names[FC_NENC] = { "br", "zstd", "gzip" };
-
+static const char *const enc_suffix[CODING_COUNT] = { ".br", ".zst", ".gz" };
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -175,7 +173,7 @@ static void entry_free(struct fc_entry *e)
 {
     if (e->fd >= 0)
         close(e->fd);
-    for (int i = 0; i < FC_NENC; i++) {
+    for (int i = 0; i < CODING_COUNT; i++) {
         if (e->variant[i])
             fc_release(e->variant[i]);
         fc_release(atomic_load_explicit(&e->otf[i], memory_order_acquire));
@@ -318,7 +316,7 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
         e->fd = -1;
         break;
     }
-    for (int i = 0; i < FC_NENC; i++)
+    for (int i = 0; i < CODING_COUNT; i++)
         if (e->variant[i] && e->variant[i]->unsettled)
             e->unsettled = true; /* a precompressed sibling kept changing */
     http_date_format(e->st.st_mtim.tv_sec, e->last_modified);
@@ -326,7 +324,7 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
     return build_headers(e, type, encoding, vary);
 }
 
-struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, char *body,
+struct fc_entry *fc_variant_new(const struct fc_entry *e, enum coding enc, char *body,
                                 int fd, uint64_t size, bool in_memory, const char *etag_suffix)
 {
     struct fc_entry *v = entry_alloc(e->loc, e->path, e->path_len);
@@ -349,7 +347,7 @@ struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, 
     int n = snprintf(v->etag, sizeof(v->etag), "%.*s%s\"", (int)(e->etag_len - 1), e->etag,
                      etag_suffix);
     v->etag_len = n > 0 && (size_t)n < sizeof(v->etag) ? (size_t)n : 0;
-    if (!v->etag_len || build_headers(v, e->type, fc_encoding_names[enc], true) < 0) {
+    if (!v->etag_len || build_headers(v, e->type, coding_names[enc], true) < 0) {
         entry_free(v);
         return NULL;
     }
@@ -361,7 +359,7 @@ struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, 
 static void find_variants(struct fc_entry *e, const char *rel)
 {
     char vpath[4200];
-    for (int i = 0; i < FC_NENC; i++) {
+    for (int i = 0; i < CODING_COUNT; i++) {
         int n = snprintf(vpath, sizeof(vpath), "%s%s", rel, enc_suffix[i]);
         if (n < 0 || (size_t)n >= sizeof(vpath))
             continue;
@@ -374,7 +372,7 @@ static void find_variants(struct fc_entry *e, const char *rel)
             continue;
         }
         v->fd = fd;
-        static const char *const names[FC_NENC] = { "br", "zstd", "gzip" };
+        static const char *const names[CODING_COUNT] = { "br", "zstd", "gzip" };
         if (fstat(fd, &v->st) < 0 || !S_ISREG(v->st.st_mode) ||
             v->st.st_mtim.tv_sec < e->st.st_mtim.tv_sec ||
             finish_file(v, e->type, names[i], true) < 0) {
@@ -512,7 +510,7 @@ static bool still_valid(struct file_cache *fc, struct fc_entry *e)
                fresh->st.st_mtim.tv_sec == e->st.st_mtim.tv_sec &&
                fresh->st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec &&
                fresh->has_variants == e->has_variants;
-    for (int i = 0; same && i < FC_NENC; i++) {
+    for (int i = 0; same && i < CODING_COUNT; i++) {
         struct fc_entry *a = e->variant[i], *b = fresh->variant[i];
         same = (!a && !b) || (a && b && a->st.st_ino == b->st.st_ino &&
                               a->st.st_size == b->st.st_size &&
@@ -690,7 +688,7 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
     return insert(fc, s, e, NULL);
 }
 
-int fc_attach(struct file_cache *fc, struct fc_entry *e, enum fc_encoding enc,
+int fc_attach(struct file_cache *fc, struct fc_entry *e, enum coding enc,
               struct fc_entry *v)
 {
     struct fc_shard *s = &fc->shards[e->hash % FC_SHARDS];

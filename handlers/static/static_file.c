@@ -23,6 +23,8 @@
 #include "compress/compress.h"
 #include "static/file_cache.h"
 #include "static/static_conf.h"
+#include "static/variants.h"
+#include "compress/accept_encoding.h"
 #include "compress/compress_conf.h"
 #include "exchange/handler.h"
 #include "http/http_date.h"
@@ -45,7 +47,7 @@ struct static_generation {
 struct static_files {
     const struct loc_conf *lc;
     struct file_cache *fc;      /* its generation's */
-    struct compress_loc *cl;    /* NULL: no compression on the fly here */
+    struct otf_loc *cl;    /* NULL: no compression on the fly here */
 };
 
 static int static_error_page(struct exchange *ex, int status);
@@ -115,7 +117,7 @@ static void *static_create(const struct handler_env *env, const struct loc_conf 
     }
     sf->lc = lc;
     sf->fc = ((struct static_generation *)env->generation)->fc;
-    sf->cl = compress_loc_create(env->process, sf->fc, lc, err, errlen);
+    sf->cl = otf_create(env->process, sf->fc, lc, err, errlen);
     if (!sf->cl && err[0]) {
         free(sf);
         return NULL;
@@ -126,7 +128,7 @@ static void *static_create(const struct handler_env *env, const struct loc_conf 
 static void static_destroy(void *inst)
 {
     struct static_files *sf = inst;
-    compress_loc_destroy(sf->cl);
+    otf_destroy(sf->cl);
     free(sf);
 }
 
@@ -370,11 +372,11 @@ static struct fc_entry *pick_representation(struct static_files *sf, struct exch
      * client resumes from must not depend on whether compression finished. */
     bool ranged = HTTP_KNOWN(req, H_RANGE).ptr && req->method == HTTP_GET && ae.identity > 0;
     bool otf_ok = sf->cl && e->compressible && !ranged;
-    struct fc_entry *avail[FC_NENC];
+    struct fc_entry *avail[CODING_COUNT];
     /* Ties go to the better compression: br, zstd, gzip. `best`: among the available
      * representations; `want`: among those that could be, if this one is missing. */
     int best = -1, want = -1;
-    for (int i = 0; i < FC_NENC; i++) {
+    for (int i = 0; i < CODING_COUNT; i++) {
         avail[i] = e->variant[i] ? e->variant[i] : otf_ok ? fc_otf(e, i) : NULL;
         if (ae.q[i] <= 0)
             continue;
@@ -386,7 +388,7 @@ static struct fc_entry *pick_representation(struct static_files *sf, struct exch
     if (want >= 0 && !avail[want] && ae.q[want] >= ae.identity) {
         /* Made in-line (small files), found in the cache directory, or queued: never waited
          * for. */
-        struct fc_entry *v = compress_want(sf->cl, ex->rt, e, (enum fc_encoding)want);
+        struct fc_entry *v = otf_want(sf->cl, ex->rt, e, (enum coding)want);
         if (v) {
             avail[want] = v;
             best = want;
