@@ -13,7 +13,7 @@ struct response;
 struct runtime;
 struct server;
 
-/* The /server-status page (status_page.c). */
+/* The /server-status page: status.html, embedded by status_html.S (NUL-terminated). */
 extern const char status_page_html[];
 extern const size_t status_page_html_len;
 
