@@ -33,6 +33,7 @@ static enum config_result load(struct config *cfg, const char *text)
     dup2(efd, 2);
     char arg0[] = "lfhttpd", arg1[] = "--config";
     char *argv[] = { arg0, arg1, conf, NULL };
+    daemon_setup_conf(); /* the handler types' directives, as main() does (once) */
     enum config_result r = config_from_args(cfg, 3, argv);
     fflush(stderr);
     dup2(saved, 2);
@@ -60,7 +61,6 @@ static void mistake(const char *what, const char *text, unsigned line, const cha
 
 int main(void)
 {
-    daemon_setup_conf(); /* the handler types' directives, as main() does */
     if (!mkdtemp(tmp))
         return 1;
     snprintf(conf, sizeof(conf), "%s/lfhttpd.conf", tmp);

@@ -40,6 +40,7 @@ static bool load(struct config *cfg, const char *name, const char *text)
     fclose(f);
     char arg0[] = "lfhttpd", arg1[] = "--config";
     char *argv[] = { arg0, arg1, path, NULL };
+    daemon_setup_conf(); /* the handler types' directives, as main() does (once) */
     return config_from_args(cfg, 3, argv) == CONFIG_OK;
 }
 
@@ -64,7 +65,6 @@ static const char *loc_name(const struct site *s, const struct loc_conf *lc)
 
 int main(void)
 {
-    daemon_setup_conf(); /* the handler types' directives, as main() does */
     if (!mkdtemp(tmp))
         return 1;
     for (int i = 0; i < 5; i++) {
