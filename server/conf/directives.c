@@ -46,6 +46,7 @@ void directive_set_check(const char *name, directive_check_fn check)
             checks[i].check = check;
             return;
         }
+    abort(); /* more checks than CHECKS_MAX: a build mistake, never a configuration's */
 }
 
 /* The registered check of directive `d`'s value: 0, or -1 (message printed). */
