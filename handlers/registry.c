@@ -17,7 +17,7 @@
 
 static const struct handler_ops *const registry[] = {
     &static_file_handler, /* static: files beneath the root (the default) */
-    &cgi_handler,         /* cgi [DIR]: CGI/1.1 programs (handlers/cgi.c) */
+    &cgi_handler,         /* cgi [DIR]: CGI/1.1 programs (handlers/cgi/) */
     &status_handler,      /* status: the live /server-status page and ?json */
     &metrics_handler,     /* metrics: Prometheus text format */
     &health_handler,      /* health: 200 while serving, 503 while draining */

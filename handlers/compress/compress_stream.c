@@ -2,11 +2,11 @@
  * exchange's stream (exchange.h: struct ex_filter_ops) that gzip- or zstd-compresses what a
  * handler writes with ex_stream_write(), CGI output and the test endpoints' streams alike.
  *
- * Unlike a static file's variants (compress.c), a dynamic body is compressed per request, on
- * the thread that writes it, as it is written: each piece is compressed and flushed at once
- * (Z_SYNC_FLUSH, ZSTD_e_flush), so a client sees a slow stream's bytes as they come, and
- * nothing of the body is kept once it is sent. The cost is bounded per response and for the
- * process:
+ * Unlike a static file's variants (static/variants.c), a dynamic body is compressed per
+ * request, on the thread that writes it, as it is written: each piece is compressed and
+ * flushed at once (Z_SYNC_FLUSH, ZSTD_e_flush; the codecs' stream_run), so a client sees a
+ * slow stream's bytes as they come, and nothing of the body is kept once it is sent. The cost
+ * is bounded per response and for the process:
  *   - memory: one compression context per response, with a 32 KiB window (gzip level 1, as
  *     nginx's gzip_comp_level; zstd level 1): 262 KiB for gzip, 305 KiB for zstd (measured
  *     with the libraries' allocators, docs/ARCHITECTURE.md), and no buffer of the body;

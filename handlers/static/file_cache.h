@@ -37,7 +37,7 @@ enum fc_kind {
     FC_OTHER,         /* FIFO, device, socket: never served */
 };
 
-/* Where an on-the-fly variant of an entry stands (compress.c). */
+/* Where an on-the-fly variant of an entry stands (variants.c). */
 enum fc_otf_state { FC_OTF_NONE = 0, FC_OTF_BUSY, FC_OTF_DONE };
 
 struct fc_entry {
@@ -63,11 +63,11 @@ struct fc_entry {
     struct fc_entry *variant[CODING_COUNT]; /* precompressed representations (FC_FILE entries) */
     bool has_variants;
     bool vary;                      /* responses carry Vary: Accept-Encoding */
-    bool compressible;              /* on-the-fly variants may be made (compress.c) */
+    bool compressible;              /* on-the-fly variants may be made (variants.c) */
     bool unsettled;                 /* the file kept changing while the entry was made: its
                                      * stat is only the latest seen, so no request trusts it
                                      * for the revalidation interval */
-    /* On-the-fly variants (compress.c): each set at most once, by fc_attach(), and released
+    /* On-the-fly variants (variants.c): each set at most once, by fc_attach(), and released
      * with the entry; otf_state says whether one is on its way or will never come. */
     _Atomic(struct fc_entry *) otf[CODING_COUNT];
     _Atomic unsigned char otf_state[CODING_COUNT]; /* enum fc_otf_state */
@@ -111,7 +111,7 @@ static inline struct fc_entry *fc_otf(struct fc_entry *e, enum coding enc)
     return atomic_load_explicit(&e->otf[enc], memory_order_acquire);
 }
 
-/* A representation of FC_FILE entry `e` in coding `enc` (compress.c): its content is `body`
+/* A representation of FC_FILE entry `e` in coding `enc` (variants.c): its content is `body`
  * (malloc'd) or else `fd`, `size` bytes, both taken over (released on failure too); charged
  * to the cache's budget when `in_memory`. Its ETag is e's with `etag_suffix` appended inside
  * the quotes. Returns NULL on ENOMEM. */

@@ -26,7 +26,7 @@
  * A directory that cannot be created or written means identity for its locations, with one
  * log line; the next configuration generation (SIGHUP) tries again.
  *
- * Thread affinity: compress_want() runs on pool threads; the jobs on the compressor threads,
+ * Thread affinity: otf_want() runs on pool threads; the jobs on the compressor threads,
  * which a job keeps from the end of its runtime by holding a reference to it. */
 #ifndef LF_VARIANTS_H
 #define LF_VARIANTS_H

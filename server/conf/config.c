@@ -2,8 +2,9 @@
  *
  * The file format is line oriented: `directive value...` per line, `#` starts a comment, and
  * `server NAME... {` / `location MATCH {` open blocks closed by `}`. What each directive
- * means, where it may appear and how its values are checked is in one table (directives.c);
- * this file reads the file and the command line and hands each directive to it. */
+ * means, where it may appear and how its values are checked is in a table: the core's
+ * (directives.c) or a handler type's (handler_conf.h); this file reads the file and the
+ * command line and hands each directive to it. */
 #include "conf/config.h"
 
 #include <ctype.h>
