@@ -125,7 +125,9 @@ LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
 LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd
 
 SRCS := $(wildcard server/*/*.c) $(wildcard handlers/*.c handlers/*/*.c)
-OBJS := $(SRCS:%.c=$(BUILD)/obj/%.o)
+# Assembler files: data embedded at build time (handlers/builtin/status_html.S: status.html).
+ASM_SRCS := $(wildcard handlers/*/*.S)
+OBJS := $(SRCS:%.c=$(BUILD)/obj/%.o) $(ASM_SRCS:%.S=$(BUILD)/obj/%.o)
 LIB_OBJS := $(filter-out $(BUILD)/obj/server/daemon/main.o,$(OBJS))
 LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/http.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -148,6 +150,12 @@ $(BUILD)/llhttp/%.o: $(LLHTTP_SRC)/%.c Makefile | check-llhttp
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -MMD -MP -c $< -o $@
+
+# .incbin reads its file relative to the directory make runs in (the top of the tree).
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(@D)
+	$(CC) -c $< -o $@
+$(BUILD)/obj/handlers/builtin/status_html.o: handlers/builtin/status.html
 
 $(BUILD)/liblfhttpd.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@rm -f $@

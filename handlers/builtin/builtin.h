@@ -6,9 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cgi/cgi.h"
-#include "compress/compress.h"
-#include "static/file_cache.h"
 #include "daemon/server.h"
 
 struct exchange;
@@ -16,17 +13,14 @@ struct response;
 struct runtime;
 struct server;
 
-/* The /server-status page (status_page.c). */
+/* The /server-status page: status.html, embedded by status_html.S (NUL-terminated). */
 extern const char status_page_html[];
 extern const size_t status_page_html_len;
 
-/* What the status page and the metrics show: the core's gauges (server.h) and the handler
- * types' counters, each read without stopping anything. */
+/* What the status page and the metrics show of the core: its gauges (server.h), read without
+ * stopping anything. The handler types write their own counters (handler.h: stats()). */
 struct server_snapshot {
     struct server_gauges core;
-    struct cgi_stats cgi;
-    struct fc_stats fc;
-    struct compress_stats cz;
     const char *threads_reason;       /* how the pool's size was chosen (config.h), owned by rt */
 };
 

@@ -20,12 +20,11 @@
 #include <unistd.h>
 
 #include "builtin/builtin.h"
-#include "cgi/cgi.h"
-#include "compress/compress.h"
-#include "static/file_cache.h"
+#include "builtin/builtin_conf.h"
 #include "exchange/handler.h"
 #include "exchange/exchange.h"
 #include "log/metrics.h"
+#include "log/stats_writer.h"
 #include "base/netaddr.h"
 #include "conf/runtime.h"
 #include "daemon/server.h"
@@ -38,13 +37,6 @@ void server_snapshot(struct server *srv, const struct runtime *rt, struct server
 {
     server_gauges(srv, &s->core);
     s->threads_reason = rt->cfg.threads_reason;
-    cgi_get_stats(srv, &s->cgi);
-    s->cgi.max = rt->cfg.cgi_max;
-    memset(&s->fc, 0, sizeof(s->fc));
-    struct file_cache *fc = static_file_cache(rt);
-    if (fc)
-        fc_get_stats(fc, &s->fc);
-    compress_get_stats(handler_process_state(srv, &static_file_handler), &s->cz);
 }
 
 void builtin_add_location_headers(struct response *r, const struct exchange *ex)
@@ -126,7 +118,7 @@ static int precheck(struct exchange *ex, bool restricted)
     if (!exact_path(ex)) {
         rc = ex_error(ex, 404);
     } else if (restricted && !ex->admin &&
-               !cidr_list_match(&ex->rt->cfg.status_allow, &ex->client_addr)) {
+               !cidr_list_match(&builtin_top(&ex->rt->cfg)->status_allow, &ex->client_addr)) {
         rc = ex_error(ex, 403);
     } else if (req->method == HTTP_OPTIONS) {
         char head[RESP_HEAD_MAX];
@@ -221,37 +213,24 @@ static int health_handle(void *inst, struct exchange *ex)
 #define OUT_MAX (56 * 1024) /* within ex_send's in-memory limit */
 #define ADD_LIT(r, s) resp_add((r), (s), sizeof(s) - 1)
 
-struct out {
-    char *buf;
-    size_t len, cap;
-    bool grow;            /* buf is malloc'ed: grow it (else: truncate at cap) */
-    bool failed;          /* out of memory while growing */
-};
-
-__attribute__((format(printf, 2, 3))) static void outf(struct out *o, const char *fmt, ...)
+/* Short names for the writer's calls (stats_writer.h): the tables below are long. */
+__attribute__((format(printf, 2, 3))) static void outf(struct stats_writer *o, const char *fmt,
+                                                       ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+    stats_vprintf(o, fmt, ap);
     va_end(ap);
-    if (n > 0 && (size_t)n >= o->cap - o->len && o->grow && !o->failed) {
-        size_t cap = o->cap * 2 > o->len + (size_t)n + 1 ? o->cap * 2 : o->len + (size_t)n + 1;
-        char *b = realloc(o->buf, cap);
-        if (!b) {
-            o->failed = true;
-        } else {
-            o->buf = b;
-            o->cap = cap;
-            va_start(ap, fmt);
-            n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-            va_end(ap);
-        }
-    }
-    if (n > 0)
-        o->len = (size_t)n >= o->cap - o->len ? o->cap - 1 : o->len + (size_t)n;
 }
 
-static void status_json(struct out *o, const struct server_snapshot *s)
+static void metric(struct stats_writer *o, const char *name, const char *type, const char *help,
+                   unsigned long long v)
+{
+    stats_metric(o, name, type, help, v);
+}
+
+static void status_json(struct stats_writer *o, struct server *srv, const struct runtime *rt,
+                        const struct server_snapshot *s)
 {
     outf(o, "{\"server\":\"lfhttpd\",\"version\":\"%s\",\"uptime\":%lld,\"time\":%lld,"
             "\"ready\":%s,\"draining\":%s,",
@@ -271,33 +250,8 @@ static void status_json(struct out *o, const struct server_snapshot *s)
     outf(o, "\"connections\":{\"open\":%u", s->core.conns_open);
     for (int i = 0; i < GAUGE_CONN_KINDS; i++)
         outf(o, ",\"%s\":%u", gauge_conn_names[i], s->core.conns[i]);
-    outf(o, "},\"cgi\":{\"running\":%u,\"max\":%u,\"started\":%llu,\"rejected\":%llu,"
-            "\"timeouts\":%llu,\"failed\":%llu},\"timers\":%u,",
-         s->cgi.running, s->cgi.max, (unsigned long long)s->cgi.started,
-         (unsigned long long)s->cgi.rejected, (unsigned long long)s->cgi.timeouts,
-         (unsigned long long)s->cgi.failed, s->core.timers);
-    outf(o, "\"file_cache\":{\"hits\":%llu,\"misses\":%llu,\"revalidations\":%llu,"
-            "\"evictions\":%llu,\"entries\":%llu,\"bytes\":%llu},",
-         (unsigned long long)s->fc.hits, (unsigned long long)s->fc.misses,
-         (unsigned long long)s->fc.revalidations, (unsigned long long)s->fc.evictions,
-         (unsigned long long)s->fc.entries, (unsigned long long)s->fc.bytes);
-    const struct compress_stats *z = &s->cz;
-    outf(o, "\"compress\":{\"made\":{\"br\":%llu,\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
-            "\"bytes_out\":%llu,\"not_smaller\":%llu,\"failed\":%llu,\"disk_hits\":%llu,"
-            "\"disk_writes\":%llu,\"disk_evictions\":%llu,\"dropped\":%llu,\"queued\":%u,"
-            "\"running\":%u,",
-         (unsigned long long)z->made[FC_BR], (unsigned long long)z->made[FC_ZSTD],
-         (unsigned long long)z->made[FC_GZIP], (unsigned long long)z->bytes_in,
-         (unsigned long long)z->bytes_out, (unsigned long long)z->not_smaller,
-         (unsigned long long)z->failed, (unsigned long long)z->disk_hits,
-         (unsigned long long)z->disk_writes, (unsigned long long)z->disk_evictions,
-         (unsigned long long)z->dropped, z->queued, z->running);
-    outf(o, "\"dynamic\":{\"made\":{\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
-            "\"bytes_out\":%llu,\"busy\":%llu,\"failed\":%llu,\"active\":%u}},",
-         (unsigned long long)z->stream_made[FC_ZSTD], (unsigned long long)z->stream_made[FC_GZIP],
-         (unsigned long long)z->stream_in, (unsigned long long)z->stream_out,
-         (unsigned long long)z->stream_busy, (unsigned long long)z->stream_failed,
-         z->stream_active);
+    outf(o, "},\"timers\":%u,", s->core.timers);
+    handlers_stats(srv, rt, o); /* "file_cache", "compress", "cgi": each type's own */
     const struct limit_stats *l = &s->core.limits;
     outf(o, "\"limits\":{\"table_size\":%llu,\"table_bytes\":%llu,\"entries\":%llu,"
             "\"evictions\":%llu,\"fail_open\":%llu,\"connections_refused\":%llu,"
@@ -338,21 +292,15 @@ static int status_handle(void *inst, struct exchange *ex)
     struct server_snapshot s;
     server_snapshot(srv, ex->rt, &s);
     char body[OUT_MAX];
-    struct out o = { body, 0, sizeof(body), false, false };
-    status_json(&o, &s);
+    struct stats_writer o = { STATS_JSON, body, 0, sizeof(body), false, false };
+    status_json(&o, srv, ex->rt, &s);
     return send_text(ex, 200, "application/json", body, o.len);
 }
 
 /* ---- metrics -------------------------------------------------------------------------------- */
 
-static void metric(struct out *o, const char *name, const char *type, const char *help,
-                   unsigned long long v)
-{
-    outf(o, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, v);
-}
-
 /* The per-client limits (server/conn/client_limits.h). */
-static void metrics_limits(struct out *o, const struct limit_stats *l)
+static void metrics_limits(struct stats_writer *o, const struct limit_stats *l)
 {
     metric(o, "lfhttpd_limit_connections_refused_total", "counter",
            "Connections refused by limit_conn_per_ip (top level).", l->conns_refused);
@@ -372,7 +320,7 @@ static void metrics_limits(struct out *o, const struct limit_stats *l)
 }
 
 /* The labelled families (server/log/metrics.h): only the series that counted something. */
-static void metrics_labelled(struct out *o, const struct mx_totals *t)
+static void metrics_labelled(struct stats_writer *o, const struct mx_totals *t)
 {
     outf(o, "# HELP lfhttpd_http_requests_total Exchanges completed, by status sent, method "
             "and site (the first name of its server block; default, other, admin).\n"
@@ -419,7 +367,7 @@ static void metrics_labelled(struct out *o, const struct mx_totals *t)
 }
 
 /* The exposition has no fixed size (labelled series): it goes out from a memory file. */
-static int send_exposition(struct exchange *ex, const struct out *o)
+static int send_exposition(struct exchange *ex, const struct stats_writer *o)
 {
     int fd = memfd_create("lfhttpd-metrics", MFD_CLOEXEC);
     if (fd < 0)
@@ -451,7 +399,7 @@ static int metrics_handle(void *inst, struct exchange *ex)
     struct server_snapshot s;
     server_snapshot(srv, ex->rt, &s);
     struct mx_totals *t = malloc(sizeof(*t));
-    struct out o = { malloc(OUT_MAX), 0, OUT_MAX, true, false };
+    struct stats_writer o = { STATS_PROMETHEUS, malloc(OUT_MAX), 0, OUT_MAX, true, false };
     if (!t || !o.buf) {
         free(t);
         free(o.buf);
@@ -483,50 +431,9 @@ static int metrics_handle(void *inst, struct exchange *ex)
              "# TYPE lfhttpd_threads gauge\n");
     for (int i = 1; i <= 3; i++)
         outf(&o, "lfhttpd_threads{role=\"%s\"} %u\n", gauge_role_names[i % 3], s.core.role[i % 3]);
-    metric(&o, "lfhttpd_cgi_running", "gauge", "CGI scripts running.", s.cgi.running);
-    metric(&o, "lfhttpd_cgi_started_total", "counter", "CGI scripts started.", s.cgi.started);
-    metric(&o, "lfhttpd_cgi_rejected_total", "counter", "CGI requests refused at cgi_max (503).",
-           s.cgi.rejected);
-    metric(&o, "lfhttpd_cgi_timeouts_total", "counter", "CGI scripts killed at cgi_timeout.",
-           s.cgi.timeouts);
-    metric(&o, "lfhttpd_cgi_failed_total", "counter", "CGI scripts that could not start.",
-           s.cgi.failed);
     metric(&o, "lfhttpd_timers_pending", "gauge", "Timers scheduled in the handle set.",
            s.core.timers);
-    metric(&o, "lfhttpd_file_cache_hits_total", "counter", "Open-file cache hits.", s.fc.hits);
-    metric(&o, "lfhttpd_file_cache_misses_total", "counter", "Open-file cache misses.",
-           s.fc.misses);
-    metric(&o, "lfhttpd_file_cache_entries", "gauge", "Open-file cache entries.", s.fc.entries);
-    metric(&o, "lfhttpd_file_cache_bytes", "gauge", "Open-file cache bytes.", s.fc.bytes);
-    outf(&o, "# HELP lfhttpd_compress_variants_total Compressed variants made, by coding.\n"
-             "# TYPE lfhttpd_compress_variants_total counter\n");
-    for (int i = 0; i < FC_NENC; i++)
-        outf(&o, "lfhttpd_compress_variants_total{coding=\"%s\"} %llu\n", fc_encoding_names[i],
-             (unsigned long long)s.cz.made[i]);
-    metric(&o, "lfhttpd_compress_input_bytes_total", "counter",
-           "Bytes of the files compressed into variants.", s.cz.bytes_in);
-    metric(&o, "lfhttpd_compress_output_bytes_total", "counter", "Bytes of the variants made.",
-           s.cz.bytes_out);
-    metric(&o, "lfhttpd_compress_not_smaller_total", "counter",
-           "Compressions given up: the result was not smaller.", s.cz.not_smaller);
-    metric(&o, "lfhttpd_compress_cache_dir_hits_total", "counter",
-           "Variants found in compress_cache_dir.", s.cz.disk_hits);
-    metric(&o, "lfhttpd_compress_queued", "gauge", "Compression jobs waiting.", s.cz.queued);
-    outf(&o, "# HELP lfhttpd_compress_dynamic_responses_total Streamed responses compressed "
-             "(compress_dynamic), by coding.\n"
-             "# TYPE lfhttpd_compress_dynamic_responses_total counter\n");
-    for (int i = FC_ZSTD; i <= FC_GZIP; i++)
-        outf(&o, "lfhttpd_compress_dynamic_responses_total{coding=\"%s\"} %llu\n",
-             fc_encoding_names[i], (unsigned long long)s.cz.stream_made[i]);
-    metric(&o, "lfhttpd_compress_dynamic_input_bytes_total", "counter",
-           "Bytes of streamed bodies compressed.", s.cz.stream_in);
-    metric(&o, "lfhttpd_compress_dynamic_output_bytes_total", "counter",
-           "Bytes they compressed into.", s.cz.stream_out);
-    metric(&o, "lfhttpd_compress_dynamic_busy_total", "counter",
-           "Streamed responses sent identity: compress_dynamic_max were being compressed.",
-           s.cz.stream_busy);
-    metric(&o, "lfhttpd_compress_dynamic_active", "gauge", "Streamed responses being compressed.",
-           s.cz.stream_active);
+    handlers_stats(srv, ex->rt, &o); /* the file cache's, compression's, CGI's families */
     metrics_limits(&o, &s.core.limits);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
            (unsigned long long)s.core.uptime);

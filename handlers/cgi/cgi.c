@@ -26,7 +26,9 @@
  * owner at a time, like the exchange (exchange.h): no lock, no reference count. A connection
  * that closes first aborts the job: its process group is killed and reaped by the spawner,
  * whose threads are the one place a blocking wait is allowed (a documented departure from
- * "every handle in the handle set": starting and reaping a process are blocking calls). */
+ * "every handle in the handle set": starting and reaping a process are blocking calls).
+ *
+ * This file is the exchange's side; the spawner's is spawner.c (cgi_job.h: what they share). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -43,104 +45,19 @@
 #include <unistd.h>
 
 #include "base/carry.h"
-#include "cgi/cgi.h"
+#include "cgi/cgi_conf.h"
+#include "cgi/cgi_job.h"
 #include "cgi/cgi_env.h"
 #include "cgi/cgi_head.h"
 #include "exchange/exchange.h"
 #include "static/file_cache.h"
+#include "static/static_conf.h"
 #include "exchange/handler.h"
 #include "log/log.h"
 #include "http/path.h"
 #include "conf/runtime.h"
 #include "conf/site.h"
 #include "base/version.h"
-
-#define CGI_READ EX_STREAM_MAX        /* stdout bytes per read: one stream write */
-#define CGI_HEAD_MAX (16 * 1024)      /* the script's header section */
-#define ERRLINE_MAX 1000              /* stderr line length in the log */
-#define SPAWNER_THREADS 2             /* two, so one slow exec does not hold up the next script */
-
-/* ---- process-wide state: the spawner and the counters ------------------------------------- */
-
-struct reap {
-    pid_t pid;
-    struct reap *next;
-};
-
-struct cgi_job;
-
-/* The CGI handler type's state in the server (its slot: handler.h), made with the first CGI
- * location; a job outlives the configuration generation it started under. */
-struct cgi_global {
-    _Atomic unsigned running;
-    _Atomic uint64_t started, rejected, timeouts, failed;
-    pthread_mutex_t lock;           /* the queues and `stop` */
-    pthread_cond_t cv;
-    struct cgi_job *head, *tail;    /* scripts to start */
-    struct reap *reaps;             /* killed scripts to reap */
-    bool stop;
-    pthread_t thread[SPAWNER_THREADS];
-    unsigned nthreads;
-};
-
-/* An instance: one CGI location. */
-struct cgi {
-    struct cgi_global *g;
-    const struct loc_conf *lc;
-    int dir_fd;                     /* scripts are resolved beneath this directory */
-    bool own_dir_fd;
-    size_t strip;                   /* `handler cgi DIR`: URL prefix mapped to DIR */
-    char dir_abs[PATH_MAX];
-    char docroot_abs[PATH_MAX];
-    int devnull;                    /* stdin of requests without a body */
-};
-
-enum { W_STDIN = 0, W_STDOUT, W_STDERR, W_PID, W_TIMER, W_COUNT };
-
-/* One script run: the state of its deferred exchange. */
-struct cgi_job {
-    struct cgi_global *g;
-    struct exchange *ex;
-    struct ex_watch w[W_COUNT];     /* fd -1 once closed */
-    pid_t pid;                      /* > 0 until reaped */
-    unsigned timeout, timeout_send; /* cgi_timeout and timeout_send of the request's runtime */
-    struct cgi_job *next;           /* the spawner's queue */
-
-    /* Until the script starts (on a spawner thread). */
-    struct cgi_env env;
-    int script_fd, dir_fd;          /* dir_fd: of the script (the instance's when it is theirs) */
-    bool own_dir_fd;
-    int body_fd;                    /* a chunked body collected in memory (memfd), or -1 */
-    uint64_t body_len;
-    int stdin_src;                  /* the script's stdin: an fd (borrowed), or -1 for a pipe */
-    int spawn_status;               /* 0, or the HTTP status for a script that did not start */
-    bool begun;                     /* back in the pool after the spawn */
-
-    /* While it runs. */
-    bool body_to_stdin;             /* body bytes remain for the script's stdin */
-    struct carry *stdin_buf;        /* body bytes the pipe has not taken yet */
-    struct carry *hdr;              /* the script's header section, until complete */
-    bool head_done;                 /* the response head is sent (or replaced) */
-    bool body_done;                 /* the response's last byte is queued */
-    bool stdout_paused;             /* stdout waits until the client drained the socket */
-    bool timed_out;
-    char name[160];                 /* the script's URL path, for the log */
-    char errline[ERRLINE_MAX];
-    size_t errlen;
-};
-
-void cgi_get_stats(struct server *srv, struct cgi_stats *out)
-{
-    struct cgi_global *g = handler_process_state(srv, &cgi_handler);
-    memset(out, 0, sizeof(*out));
-    if (!g)
-        return;
-    out->running = atomic_load_explicit(&g->running, memory_order_relaxed);
-    out->started = atomic_load_explicit(&g->started, memory_order_relaxed);
-    out->rejected = atomic_load_explicit(&g->rejected, memory_order_relaxed);
-    out->timeouts = atomic_load_explicit(&g->timeouts, memory_order_relaxed);
-    out->failed = atomic_load_explicit(&g->failed, memory_order_relaxed);
-}
 
 /* ---- the job's descriptors -------------------------------------------------------------------- */
 
@@ -161,35 +78,13 @@ static void kill_group(struct cgi_job *job)
         kill(-job->pid, SIGKILL); /* not reaped yet, so the group cannot be someone else's */
 }
 
-/* Hand a killed script to the spawner for its reaping (a blocking wait), or reap it here when
- * there is no spawner any more (at exit). */
-static void reap_later(struct cgi_global *g, pid_t pid)
-{
-    struct reap *r = malloc(sizeof(*r));
-    pthread_mutex_lock(&g->lock);
-    if (r && !g->stop) {
-        r->pid = pid;
-        r->next = g->reaps;
-        g->reaps = r;
-        pthread_cond_signal(&g->cv);
-        r = NULL;
-        pid = 0;
-    }
-    pthread_mutex_unlock(&g->lock);
-    free(r);
-    if (pid > 0) {
-        waitpid(pid, NULL, 0); /* killed: short */
-        atomic_fetch_sub_explicit(&g->running, 1, memory_order_relaxed);
-    }
-}
-
 static void job_free(struct cgi_job *job)
 {
     for (int k = 0; k < W_COUNT; k++)
         watch_close(job, k);
     if (job->pid > 0) {
         kill_group(job);
-        reap_later(job->g, job->pid);
+        cgi_reap_later(job->g, job->pid);
     }
     if (job->script_fd >= 0)
         close(job->script_fd);
@@ -528,115 +423,26 @@ static int on_timer(struct exchange *ex, struct ex_watch *w, uint32_t events)
     return -ETIMEDOUT;
 }
 
-/* ---- starting a script (spawner threads) ------------------------------------------------------ */
+/* ---- watching a started script (on the spawner) ---------------------------------------------- */
 
-static int set_nonblock(int fd)
+int cgi_job_watch(struct cgi_job *job, int in, int out, int err)
 {
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-static void close_pair(int p[2])
-{
-    for (int i = 0; i < 2; i++)
-        if (p[i] >= 0)
-            close(p[i]);
-}
-
-/* posix_spawn the script with stdin from `stdin_fd` and the given pipe ends. 0 or an errno.
- * Every file action and attribute is checked: one left out (an allocation failed) would start
- * the script with the server's own stdin or stdout. */
-static int spawn_script(struct cgi_job *job, int stdin_fd, int out_fd, int err_fd)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    int rc = posix_spawn_file_actions_init(&fa);
-    if (rc)
-        return rc;
-    rc = posix_spawnattr_init(&at);
-    if (rc) {
-        posix_spawn_file_actions_destroy(&fa);
-        return rc;
-    }
-    /* The directory first: its descriptor may be the number a dup2 below replaces (3 is free
-     * for a request's directory once a reload closed the first runtime's root). */
-    rc = posix_spawn_file_actions_addfchdir_np(&fa, job->dir_fd);
-    if (!rc)
-        rc = posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
-    if (!rc)
-        rc = posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    if (!rc)
-        rc = posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-    /* The script runs from the descriptor that was checked: no path is looked up again. fd 3
-     * stays open (without close-on-exec) so an interpreter can open /proc/self/fd/3. */
-    if (!rc)
-        rc = posix_spawn_file_actions_adddup2(&fa, job->script_fd, 3);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    if (!rc)
-        rc = posix_spawnattr_setsigmask(&at, &none); /* the pool blocks SIGINT/SIGTERM */
-    if (!rc)
-        rc = posix_spawnattr_setsigdefault(&at, &all); /* SIGPIPE is ignored here, not there */
-    if (!rc)
-        rc = posix_spawnattr_setpgroup(&at, 0); /* its own process group: killed as a whole */
-    if (!rc)
-        rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                               POSIX_SPAWN_SETSIGDEF);
-    const char *base = strrchr(job->name, '/');
-    char *argv[] = { (char *)(uintptr_t)(base ? base + 1 : job->name), NULL };
-    pid_t pid;
-    if (!rc)
-        rc = posix_spawn(&pid, "/proc/self/fd/3", &fa, &at, argv, job->env.vars);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (rc == 0)
-        job->pid = pid;
-    return rc;
-}
-
-/* Start the script and watch what it gives back. Returns 0 or an HTTP status. */
-static int job_spawn(struct cgi_job *job)
-{
-    int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
-    if ((job->stdin_src < 0 && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
-        pipe2(err, O_CLOEXEC) < 0 || (in[1] >= 0 && set_nonblock(in[1]) < 0) ||
-        set_nonblock(out[0]) < 0 || set_nonblock(err[0]) < 0) {
-        close_pair(in);
-        close_pair(out);
-        close_pair(err);
-        return 503;
-    }
-    int rc = spawn_script(job, job->stdin_src >= 0 ? job->stdin_src : in[0], out[1], err[1]);
-    if (in[0] >= 0)
-        close(in[0]);
-    close(out[1]);
-    close(err[1]);
-    if (rc != 0) {
-        log_error("cgi %s: cannot start: %s", job->name, strerror(rc));
-        if (in[1] >= 0)
-            close(in[1]);
-        close(out[0]);
-        close(err[0]);
-        return rc == EAGAIN || rc == ENOMEM || rc == EMFILE || rc == ENFILE ? 503 : 500;
-    }
-    atomic_fetch_add_explicit(&job->g->started, 1, memory_order_relaxed);
     struct exchange *ex = job->ex;
     int pidfd = (int)syscall(SYS_pidfd_open, job->pid, 0);
     int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     struct itimerspec its = { .it_value = { job->timeout / 1000,
                                             (long)(job->timeout % 1000) * 1000000L } };
-    job->w[W_STDIN].fd = in[1];
-    job->w[W_STDOUT].fd = out[0];
-    job->w[W_STDERR].fd = err[0];
+    job->w[W_STDIN].fd = in;
+    job->w[W_STDOUT].fd = out;
+    job->w[W_STDERR].fd = err;
     job->w[W_PID].fd = pidfd;
     job->w[W_TIMER].fd = tfd;
     bool ok = pidfd >= 0 && tfd >= 0 && timerfd_settime(tfd, 0, &its, NULL) == 0 &&
-              ex_watch(ex, &job->w[W_STDOUT], out[0], WATCH_IN, on_stdout) == 0 &&
-              ex_watch(ex, &job->w[W_STDERR], err[0], WATCH_IN, on_stderr) == 0 &&
+              ex_watch(ex, &job->w[W_STDOUT], out, WATCH_IN, on_stdout) == 0 &&
+              ex_watch(ex, &job->w[W_STDERR], err, WATCH_IN, on_stderr) == 0 &&
               ex_watch(ex, &job->w[W_PID], pidfd, WATCH_IN, on_pid) == 0 &&
               ex_watch(ex, &job->w[W_TIMER], tfd, WATCH_IN, on_timer) == 0 &&
-              (in[1] < 0 || ex_watch(ex, &job->w[W_STDIN], in[1], 0, on_stdin) == 0);
+              (in < 0 || ex_watch(ex, &job->w[W_STDIN], in, 0, on_stdin) == 0);
     if (!ok) {
         /* Nothing may be left for events that will never come: the handles that were
          * registered leave the exchange, the script goes and is reaped here (a spawner may
@@ -650,149 +456,10 @@ static int job_spawn(struct cgi_job *job)
         job->pid = 0;
         return 503;
     }
-    job->body_to_stdin = in[1] >= 0;
+    job->body_to_stdin = in >= 0;
     return 0;
 }
 
-/* On a spawner thread, which holds the exchange: start the script, then give the exchange back
- * to the pool, where writable() goes on (or answers the failure). */
-static void spawn_one(struct cgi_job *job)
-{
-    job->spawn_status = job_spawn(job);
-    if (job->spawn_status) {
-        atomic_fetch_add_explicit(&job->g->failed, 1, memory_order_relaxed);
-        if (job->pid <= 0)
-            atomic_fetch_sub_explicit(&job->g->running, 1, memory_order_relaxed);
-    }
-    close(job->script_fd);
-    job->script_fd = -1;
-    if (job->own_dir_fd)
-        close(job->dir_fd);
-    job->own_dir_fd = false;
-    if (job->body_fd >= 0) {
-        close(job->body_fd); /* the script has it as its stdin now */
-        job->body_fd = -1;
-    }
-    cgi_env_free(&job->env);
-    ex_release(job->ex);
-}
-
-static void *spawner_main(void *arg)
-{
-    struct cgi_global *g = arg;
-    pthread_mutex_lock(&g->lock);
-    for (;;) {
-        while (!g->head && !g->reaps && !g->stop)
-            pthread_cond_wait(&g->cv, &g->lock);
-        if (g->stop)
-            break;
-        if (g->reaps) {
-            struct reap *r = g->reaps;
-            g->reaps = r->next;
-            pthread_mutex_unlock(&g->lock);
-            waitpid(r->pid, NULL, 0); /* killed already: short */
-            atomic_fetch_sub_explicit(&g->running, 1, memory_order_relaxed);
-            free(r);
-        } else {
-            struct cgi_job *job = g->head;
-            g->head = job->next;
-            if (!g->head)
-                g->tail = NULL;
-            pthread_mutex_unlock(&g->lock);
-            spawn_one(job);
-        }
-        pthread_mutex_lock(&g->lock);
-    }
-    pthread_mutex_unlock(&g->lock);
-    return NULL;
-}
-
-/* The type's state: made with the first CGI location (its spawner threads). */
-static struct cgi_global *cgi_global_get(_Atomic(void *) *slot, char *err, size_t errlen)
-{
-    struct cgi_global *g = atomic_load(slot);
-    if (g)
-        return g;
-    g = calloc(1, sizeof(*g));
-    if (!g) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_cond_init(&g->cv, NULL);
-    /* Signals belong to the pool's signalfd: the spawners block them all. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = 0;
-    for (unsigned i = 0; i < SPAWNER_THREADS && !rc; i++) {
-        rc = pthread_create(&g->thread[i], NULL, spawner_main, g);
-        if (!rc) {
-            pthread_setname_np(g->thread[i], "lfhttpd-spawn");
-            g->nthreads++;
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!g->nthreads) {
-        snprintf(err, errlen, "cannot start the spawner threads: %s", strerror(rc));
-        pthread_mutex_destroy(&g->lock);
-        pthread_cond_destroy(&g->cv);
-        free(g);
-        return NULL;
-    }
-    atomic_store(slot, g);
-    return g;
-}
-
-/* stop(): after the pool, before the connections are freed (their exchanges may be queued
- * here: they are aborted then, without a spawner). */
-static void cgi_stop(void *state)
-{
-    struct cgi_global *g = state;
-    pthread_mutex_lock(&g->lock);
-    g->stop = true;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->lock);
-    for (unsigned i = 0; i < g->nthreads; i++)
-        pthread_join(g->thread[i], NULL);
-    g->head = g->tail = NULL;
-    while (g->reaps) {
-        struct reap *r = g->reaps;
-        g->reaps = r->next;
-        waitpid(r->pid, NULL, 0);
-        free(r);
-    }
-}
-
-static void cgi_release(void *state)
-{
-    struct cgi_global *g = state;
-    pthread_mutex_destroy(&g->lock);
-    pthread_cond_destroy(&g->cv);
-    free(g);
-}
-
-/* ex_hold()'s hand-over, once the connection has let go: queue the job for a spawner. */
-static void give_to_spawner(struct exchange *ex)
-{
-    struct cgi_job *job = ex->state;
-    struct cgi_global *g = job->g;
-    pthread_mutex_lock(&g->lock);
-    job->next = NULL;
-    if (g->tail)
-        g->tail->next = job;
-    else
-        g->head = job;
-    g->tail = job;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->lock);
-}
-
-/* The exchange leaves the pool for a spawner. */
-static void hand_over(struct cgi_job *job)
-{
-    ex_hold(job->ex, give_to_spawner);
-}
 
 /* ---- resolving the script ---------------------------------------------------------------------- */
 
@@ -816,7 +483,7 @@ static int find_script(struct cgi *cg, const char *rel, size_t len, struct scrip
         end = slash ? (size_t)(slash - rel) : len;
         memcpy(part, rel, end);
         part[end] = '\0';
-        int fd = fc_open_beneath(cg->dir_fd, part, cg->lc->symlinks, 0);
+        int fd = fc_open_beneath(cg->dir_fd, part, static_conf(cg->lc)->symlinks, 0);
         struct stat st;
         int err = fd < 0 ? -fd : fstat(fd, &st) < 0 ? EIO : 0;
         if (!err && S_ISDIR(st.st_mode) && end < len) {
@@ -869,8 +536,8 @@ static int build_env(struct cgi *cg, struct cgi_job *job, const struct exchange 
                   .sin6_addr = ex->client_addr }, /* the client's (trusted proxies) */
         .https = ex->tls,
         .remote_user = ex->remote_user,
-        .pass = cfg->cgi_env_pass,
-        .npass = cfg->ncgi_env_pass,
+        .pass = cgi_top(cfg)->env_pass,
+        .npass = cgi_top(cfg)->nenv_pass,
     };
     /* The server's own address: the one this request came to (not the listener's wildcard). */
     if (ex_local_address(ex, &info.local) < 0)
@@ -913,7 +580,7 @@ static struct cgi_job *job_new(struct cgi *cg, const struct exchange *ex, const 
     job->script_fd = sc->fd;
     job->own_dir_fd = sc->dir_fd >= 0;
     job->dir_fd = job->own_dir_fd ? sc->dir_fd : cg->dir_fd;
-    job->timeout = ex->rt->cfg.cgi_timeout;
+    job->timeout = cgi_top(&ex->rt->cfg)->timeout;
     job->timeout_send = ex->rt->cfg.timeout_send;
     size_t name_len = (size_t)(rel + sc->len - ex->path);
     snprintf(job->name, sizeof(job->name), "%.*s", (int)name_len, ex->path);
@@ -936,7 +603,8 @@ static int cgi_handle(void *inst, struct exchange *ex)
         return ex_error(ex, ex_status_for_errno(-rc));
 
     struct cgi_global *g = cg->g;
-    if (atomic_fetch_add_explicit(&g->running, 1, memory_order_relaxed) >= ex->rt->cfg.cgi_max) {
+    unsigned max = cgi_top(&ex->rt->cfg)->max;
+    if (atomic_fetch_add_explicit(&g->running, 1, memory_order_relaxed) >= max) {
         atomic_fetch_sub_explicit(&g->running, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&g->rejected, 1, memory_order_relaxed);
         close(sc.fd);
@@ -963,7 +631,7 @@ static int cgi_handle(void *inst, struct exchange *ex)
         return ex_want_body(d, true);
     }
     job->stdin_src = req->has_body ? -1 : cg->devnull; /* a pipe, after the spawn */
-    hand_over(job);
+    cgi_hand_over(job);
     return 0;
 }
 
@@ -988,7 +656,7 @@ static int collect_body(struct cgi_job *job, const char *data, size_t len, bool 
     job->stdin_src = job->body_fd;
     int rc = ex_want_body(job->ex, false);
     if (rc == 0)
-        hand_over(job);
+        cgi_hand_over(job);
     return rc;
 }
 
@@ -1123,4 +791,5 @@ const struct handler_ops cgi_handler = {
     .writable = cgi_writable,
     .abort = cgi_abort,
     .destroy = cgi_destroy,
+    .stats = cgi_stats,
 };

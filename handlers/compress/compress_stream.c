@@ -2,11 +2,11 @@
  * exchange's stream (exchange.h: struct ex_filter_ops) that gzip- or zstd-compresses what a
  * handler writes with ex_stream_write(), CGI output and the test endpoints' streams alike.
  *
- * Unlike a static file's variants (compress.c), a dynamic body is compressed per request, on
- * the thread that writes it, as it is written: each piece is compressed and flushed at once
- * (Z_SYNC_FLUSH, ZSTD_e_flush), so a client sees a slow stream's bytes as they come, and
- * nothing of the body is kept once it is sent. The cost is bounded per response and for the
- * process:
+ * Unlike a static file's variants (static/variants.c), a dynamic body is compressed per
+ * request, on the thread that writes it, as it is written: each piece is compressed and
+ * flushed at once (Z_SYNC_FLUSH, ZSTD_e_flush; the codecs' stream_run), so a client sees a
+ * slow stream's bytes as they come, and nothing of the body is kept once it is sent. The cost
+ * is bounded per response and for the process:
  *   - memory: one compression context per response, with a 32 KiB window (gzip level 1, as
  *     nginx's gzip_comp_level; zstd level 1): 262 KiB for gzip, 305 KiB for zstd (measured
  *     with the libraries' allocators, docs/ARCHITECTURE.md), and no buffer of the body;
@@ -22,22 +22,18 @@
  * never Brotli). Every such response carries `Vary: Accept-Encoding`, compressed or not; a
  * strong ETag of a compressed one is made weak (the bytes differ from the identity's). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-#include <zstd.h>
 
+#include "compress/accept_encoding.h"
+#include "compress/codec.h"
 #include "compress/compress.h"
+#include "compress/compress_conf.h"
 #include "exchange/exchange.h"
 #include "exchange/handler.h"
 #include "conf/runtime.h"
 #include "conf/site.h"
-
-#define GZIP_LEVEL 1
-#define GZIP_WINDOW_BITS (15 + 16) /* a 32 KiB window, gzip framing */
-#define GZIP_MEM_LEVEL 8
-#define ZSTD_LEVEL 1
-#define ZSTD_WINDOW_LOG 15         /* a 32 KiB window, like gzip's */
 
 /* offer: bit 0 — the response may be compressed here (Vary); bits 1-2 — the coding + 1. */
 #define OFFER_HERE 1u
@@ -45,9 +41,9 @@
 
 struct cstream {
     struct compress_streams *st;
-    enum fc_encoding enc;          /* FC_ZSTD or FC_GZIP */
-    z_stream z;
-    ZSTD_CCtx *zc;
+    enum coding enc;          /* CODING_ZSTD or CODING_GZIP */
+    const struct codec_ops *codec;
+    _Alignas(max_align_t) unsigned char ctx[CODEC_STREAM_CTX]; /* the codec's (codec.h) */
 };
 
 static struct compress_streams *streams(const struct exchange *ex)
@@ -57,12 +53,12 @@ static struct compress_streams *streams(const struct exchange *ex)
 
 static unsigned offer(const struct exchange *ex)
 {
-    if (!ex->loc || ex->loc->compress_dynamic != 1 || !streams(ex))
+    if (!ex->loc || compress_conf(ex->loc)->dynamic != 1 || !streams(ex))
         return 0;
     struct accept_enc ae;
     compress_accept_parse(HTTP_KNOWN(ex->req, H_ACCEPT_ENCODING), &ae);
     int best = -1;
-    static const enum fc_encoding order[] = { FC_ZSTD, FC_GZIP }; /* preference on a tie */
+    static const enum coding order[] = { CODING_ZSTD, CODING_GZIP }; /* preference on a tie */
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
         int q = ae.q[order[i]];
         if (q > 0 && q >= ae.identity && (best < 0 || q > ae.q[best]))
@@ -109,7 +105,7 @@ static void scan_head(const struct response *r, struct head_fields *h)
 }
 
 /* The body is compressed: say so, and make a strong validator weak. */
-static void mark_compressed(struct response *r, const struct head_fields *h, enum fc_encoding enc)
+static void mark_compressed(struct response *r, const struct head_fields *h, enum coding enc)
 {
     if (h->etag_at) {
         if (r->len + 2 > r->cap) {
@@ -120,27 +116,20 @@ static void mark_compressed(struct response *r, const struct head_fields *h, enu
         memcpy(r->buf + h->etag_at, "W/", 2);
         r->len += 2;
     }
-    RESP_HEADER_STR(r, "Content-Encoding", fc_encoding_names[enc]);
+    RESP_HEADER_STR(r, "Content-Encoding", coding_names[enc]);
 }
 
 /* ---- the contexts --------------------------------------------------------------------------- */
 
-static struct cstream *cstream_new(enum fc_encoding enc)
+static struct cstream *cstream_new(enum coding enc)
 {
     struct cstream *cs = calloc(1, sizeof(*cs));
     if (!cs)
         return NULL;
     cs->enc = enc;
-    if (enc == FC_GZIP) {
-        if (deflateInit2(&cs->z, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, GZIP_MEM_LEVEL,
-                         Z_DEFAULT_STRATEGY) == Z_OK)
-            return cs;
-    } else if ((cs->zc = ZSTD_createCCtx()) &&
-               !ZSTD_isError(ZSTD_CCtx_setParameter(cs->zc, ZSTD_c_compressionLevel, ZSTD_LEVEL)) &&
-               !ZSTD_isError(ZSTD_CCtx_setParameter(cs->zc, ZSTD_c_windowLog, ZSTD_WINDOW_LOG))) {
+    cs->codec = codecs[enc];
+    if (cs->codec->stream_init && cs->codec->stream_init(cs->ctx) == 0)
         return cs;
-    }
-    ZSTD_freeCCtx(cs->zc);
     free(cs);
     return NULL;
 }
@@ -150,7 +139,7 @@ static int begin(const struct exchange *ex, unsigned off, struct response *r, in
 {
     const struct loc_conf *lc = ex->loc;
     if ((r->status != 200 && r->status != 403 && r->status != 404) || r->has_length ||
-        (length >= 0 && (length == 0 || length < lc->compress_min_size)))
+        (length >= 0 && (length == 0 || length < compress_conf(lc)->min_size)))
         return 0;
     struct head_fields h;
     scan_head(r, &h);
@@ -162,18 +151,18 @@ static int begin(const struct exchange *ex, unsigned off, struct response *r, in
     if (enc < 0)
         return 0;
     if (ex->head_only) { /* the head a GET would get; no body to compress */
-        mark_compressed(r, &h, (enum fc_encoding)enc);
+        mark_compressed(r, &h, (enum coding)enc);
         *state = NULL;
         return 1;
     }
     struct compress_streams *st = streams(ex);
     if (atomic_fetch_add_explicit(&st->active, 1, memory_order_relaxed) >=
-        ex->rt->cfg.compress_dynamic_max) {
+        compress_top(&ex->rt->cfg)->dynamic_max) {
         atomic_fetch_sub_explicit(&st->active, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&st->busy, 1, memory_order_relaxed);
         return 0; /* enough contexts held already: this one goes out identity */
     }
-    struct cstream *cs = cstream_new((enum fc_encoding)enc);
+    struct cstream *cs = cstream_new((enum coding)enc);
     if (!cs) {
         atomic_fetch_sub_explicit(&st->active, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&st->failed, 1, memory_order_relaxed);
@@ -181,7 +170,7 @@ static int begin(const struct exchange *ex, unsigned off, struct response *r, in
     }
     cs->st = st;
     atomic_fetch_add_explicit(&st->made[enc], 1, memory_order_relaxed);
-    mark_compressed(r, &h, (enum fc_encoding)enc);
+    mark_compressed(r, &h, (enum coding)enc);
     *state = cs;
     return 1;
 }
@@ -189,41 +178,20 @@ static int begin(const struct exchange *ex, unsigned off, struct response *r, in
 static ssize_t run(void *state, const void *in, size_t len, bool last, char *out, size_t cap)
 {
     struct cstream *cs = state;
-    size_t n;
-    if (cs->enc == FC_GZIP) {
-        cs->z.next_in = (Bytef *)(uintptr_t)in;
-        cs->z.avail_in = (uInt)len;
-        cs->z.next_out = (Bytef *)out;
-        cs->z.avail_out = (uInt)cap;
-        int rc = deflate(&cs->z, last ? Z_FINISH : Z_SYNC_FLUSH);
-        /* Room left means everything was taken and flushed (zlib's contract). */
-        if (rc == Z_STREAM_ERROR || cs->z.avail_in || cs->z.avail_out == 0 ||
-            (last && rc != Z_STREAM_END))
-            goto fail;
-        n = cap - cs->z.avail_out;
-    } else {
-        ZSTD_inBuffer ib = { in, len, 0 };
-        ZSTD_outBuffer ob = { out, cap, 0 };
-        size_t rc = ZSTD_compressStream2(cs->zc, &ob, &ib, last ? ZSTD_e_end : ZSTD_e_flush);
-        if (ZSTD_isError(rc) || rc != 0 || ib.pos != len)
-            goto fail;
-        n = ob.pos;
+    ssize_t n = cs->codec->stream_run(cs->ctx, in, len, last, out, cap);
+    if (n < 0) {
+        atomic_fetch_add_explicit(&cs->st->failed, 1, memory_order_relaxed);
+        return -EIO;
     }
     atomic_fetch_add_explicit(&cs->st->bytes_in, len, memory_order_relaxed);
-    atomic_fetch_add_explicit(&cs->st->bytes_out, n, memory_order_relaxed);
-    return (ssize_t)n;
-fail:
-    atomic_fetch_add_explicit(&cs->st->failed, 1, memory_order_relaxed);
-    return -EIO;
+    atomic_fetch_add_explicit(&cs->st->bytes_out, (uint64_t)n, memory_order_relaxed);
+    return n;
 }
 
 static void cstream_free(void *state)
 {
     struct cstream *cs = state;
-    if (cs->enc == FC_GZIP)
-        deflateEnd(&cs->z);
-    else
-        ZSTD_freeCCtx(cs->zc);
+    cs->codec->stream_end(cs->ctx);
     atomic_fetch_sub_explicit(&cs->st->active, 1, memory_order_relaxed);
     free(cs);
 }

@@ -19,6 +19,7 @@
 #include "log/log.h"
 #include "static/mime.h"
 #include "conf/site.h"
+#include "static/static_conf.h"
 
 #define FC_SHARDS 64
 
@@ -40,9 +41,7 @@ struct file_cache {
     struct fc_shard shards[FC_SHARDS];
 };
 
-static const char *const enc_suffix[FC_NENC] = { ".br", ".zst", ".gz" };
-const char *const fc_encoding_names[FC_NENC] = { "br", "zstd", "gzip" };
-
+static const char *const enc_suffix[CODING_COUNT] = { ".br", ".zst", ".gz" };
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -174,7 +173,7 @@ static void entry_free(struct fc_entry *e)
 {
     if (e->fd >= 0)
         close(e->fd);
-    for (int i = 0; i < FC_NENC; i++) {
+    for (int i = 0; i < CODING_COUNT; i++) {
         if (e->variant[i])
             fc_release(e->variant[i]);
         fc_release(atomic_load_explicit(&e->otf[i], memory_order_acquire));
@@ -233,6 +232,7 @@ static void make_etag(struct fc_entry *e, const char *encoding)
 static int build_headers(struct fc_entry *e, const char *type, const char *encoding, bool vary)
 {
     const struct loc_conf *lc = e->loc;
+    const struct static_conf *sc = static_conf(lc);
     e->type = type;
     size_t len = 0, cap = 512;
     char *h = malloc(cap);
@@ -240,7 +240,7 @@ static int build_headers(struct fc_entry *e, const char *type, const char *encod
     append(&h, &len, &cap, type, strlen(type));
     APPEND_LIT(&h, &len, &cap, "\r\nLast-Modified: ");
     append(&h, &len, &cap, e->last_modified, 29);
-    if (lc->etag) {
+    if (sc->etag) {
         APPEND_LIT(&h, &len, &cap, "\r\nETag: ");
         append(&h, &len, &cap, e->etag, e->etag_len);
     }
@@ -253,9 +253,9 @@ static int build_headers(struct fc_entry *e, const char *type, const char *encod
     e->vary = vary;
     if (vary)
         APPEND_LIT(&h, &len, &cap, "Vary: Accept-Encoding\r\n");
-    if (lc->cache_control[0]) {
+    if (sc->cache_control[0]) {
         APPEND_LIT(&h, &len, &cap, "Cache-Control: ");
-        append(&h, &len, &cap, lc->cache_control, strlen(lc->cache_control));
+        append(&h, &len, &cap, sc->cache_control, strlen(sc->cache_control));
         APPEND_LIT(&h, &len, &cap, "\r\n");
     }
     for (int i = 0; i < lc->nheaders; i++) {
@@ -316,7 +316,7 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
         e->fd = -1;
         break;
     }
-    for (int i = 0; i < FC_NENC; i++)
+    for (int i = 0; i < CODING_COUNT; i++)
         if (e->variant[i] && e->variant[i]->unsettled)
             e->unsettled = true; /* a precompressed sibling kept changing */
     http_date_format(e->st.st_mtim.tv_sec, e->last_modified);
@@ -324,7 +324,7 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
     return build_headers(e, type, encoding, vary);
 }
 
-struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, char *body,
+struct fc_entry *fc_variant_new(const struct fc_entry *e, enum coding enc, char *body,
                                 int fd, uint64_t size, bool in_memory, const char *etag_suffix)
 {
     struct fc_entry *v = entry_alloc(e->loc, e->path, e->path_len);
@@ -347,7 +347,7 @@ struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, 
     int n = snprintf(v->etag, sizeof(v->etag), "%.*s%s\"", (int)(e->etag_len - 1), e->etag,
                      etag_suffix);
     v->etag_len = n > 0 && (size_t)n < sizeof(v->etag) ? (size_t)n : 0;
-    if (!v->etag_len || build_headers(v, e->type, fc_encoding_names[enc], true) < 0) {
+    if (!v->etag_len || build_headers(v, e->type, coding_names[enc], true) < 0) {
         entry_free(v);
         return NULL;
     }
@@ -359,11 +359,11 @@ struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, 
 static void find_variants(struct fc_entry *e, const char *rel)
 {
     char vpath[4200];
-    for (int i = 0; i < FC_NENC; i++) {
+    for (int i = 0; i < CODING_COUNT; i++) {
         int n = snprintf(vpath, sizeof(vpath), "%s%s", rel, enc_suffix[i]);
         if (n < 0 || (size_t)n >= sizeof(vpath))
             continue;
-        int fd = fc_open_beneath(e->loc->root_fd, vpath, e->loc->symlinks, 0);
+        int fd = fc_open_beneath(e->loc->root_fd, vpath, static_conf(e->loc)->symlinks, 0);
         if (fd < 0)
             continue;
         struct fc_entry *v = entry_alloc(e->loc, e->path, e->path_len);
@@ -372,7 +372,7 @@ static void find_variants(struct fc_entry *e, const char *rel)
             continue;
         }
         v->fd = fd;
-        static const char *const names[FC_NENC] = { "br", "zstd", "gzip" };
+        static const char *const names[CODING_COUNT] = { "br", "zstd", "gzip" };
         if (fstat(fd, &v->st) < 0 || !S_ISREG(v->st.st_mode) ||
             v->st.st_mtim.tv_sec < e->st.st_mtim.tv_sec ||
             finish_file(v, e->type, names[i], true) < 0) {
@@ -399,6 +399,56 @@ static bool failed_for_now(const struct fc_entry *e)
     return e->kind == FC_MISSING && transient(e->err);
 }
 
+/* An FC_FILE entry whose fd and st are set: its type, variants and headers. Returns it, or
+ * NULL (freed) when out of memory. */
+static struct fc_entry *file_entry(struct fc_entry *e, const char *type, const char *rel)
+{
+    e->kind = FC_FILE;
+    e->type = type;
+    if (static_conf(e->loc)->precompressed)
+        find_variants(e, rel);
+    e->compressible = compress_eligible(e->loc, type, (uint64_t)e->st.st_size);
+    if (finish_file(e, type, NULL, e->has_variants || e->compressible) < 0) {
+        entry_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* A directory URL (`rel` ends with '/', `len` long as a URL path): the first index file that
+ * is a regular file, else FC_DIR. */
+static struct fc_entry *build_index(struct file_cache *fc, struct fc_entry *e, char *rel,
+                                    size_t len)
+{
+    const struct static_conf *sc = static_conf(e->loc);
+    size_t base = len > 1 ? len - 2 : 0; /* length of rel without its trailing '/' */
+    for (int i = 0; i < sc->nindex; i++) {
+        size_t ilen = strlen(sc->index[i]);
+        if (base)
+            rel[base] = '/';
+        memcpy(rel + base + (base ? 1 : 0), sc->index[i], ilen + 1);
+        int fd = fc_open_beneath(e->loc->root_fd, rel, sc->symlinks, 0);
+        if (fd < 0 && transient(-fd)) {
+            e->kind = FC_MISSING; /* not "a directory without an index": we do not know */
+            e->err = -fd;
+            return e;
+        }
+        if (fd < 0)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            continue;
+        }
+        e->st = st;
+        e->fd = fd;
+        const char *type = mime_lookup(fc->mime, sc->index[i], ilen);
+        return file_entry(e, type ? type : sc->default_type, rel);
+    }
+    e->kind = FC_DIR;
+    return e;
+}
+
 /* Resolve `path` in `lc` from the file system. Never returns NULL unless out of memory. */
 static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, const char *path,
                               size_t len)
@@ -413,7 +463,7 @@ static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, 
         return e;
     }
     memcpy(rel, len > 1 ? path + 1 : ".", len > 1 ? len : 2);
-    int fd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, 0);
+    int fd = fc_open_beneath(lc->root_fd, rel, static_conf(lc)->symlinks, 0);
     if (fd < 0) {
         e->kind = FC_MISSING;
         e->err = -fd;
@@ -431,42 +481,7 @@ static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, 
             e->kind = FC_DIR_REDIRECT;
             return e;
         }
-        /* A directory URL: the first index file that is a regular file. */
-        size_t base = len > 1 ? len - 2 : 0; /* length of rel without its trailing '/' */
-        for (int i = 0; i < lc->nindex; i++) {
-            size_t ilen = strlen(lc->index[i]);
-            if (base)
-                rel[base] = '/';
-            memcpy(rel + base + (base ? 1 : 0), lc->index[i], ilen + 1);
-            fd = fc_open_beneath(lc->root_fd, rel, lc->symlinks, 0);
-            if (fd < 0 && transient(-fd)) {
-                e->kind = FC_MISSING; /* not "a directory without an index": we do not know */
-                e->err = -fd;
-                return e;
-            }
-            if (fd < 0)
-                continue;
-            struct stat st;
-            if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                close(fd);
-                continue;
-            }
-            e->st = st;
-            e->fd = fd;
-            e->kind = FC_FILE;
-            const char *type = mime_lookup(fc->mime, lc->index[i], ilen);
-            e->type = type ? type : lc->default_type;
-            if (lc->precompressed)
-                find_variants(e, rel);
-            e->compressible = compress_eligible(lc, e->type, (uint64_t)e->st.st_size);
-            if (finish_file(e, e->type, NULL, e->has_variants || e->compressible) < 0) {
-                entry_free(e);
-                return NULL;
-            }
-            return e;
-        }
-        e->kind = FC_DIR;
-        return e;
+        return build_index(fc, e, rel, len);
     }
     if (!S_ISREG(e->st.st_mode)) {
         close(fd);
@@ -474,20 +489,8 @@ static struct fc_entry *build(struct file_cache *fc, const struct loc_conf *lc, 
         return e;
     }
     e->fd = fd;
-    e->kind = FC_FILE;
     const char *type = mime_lookup(fc->mime, path, len);
-    if (!type)
-        type = lc->default_type;
-    if (lc->precompressed) {
-        e->type = type;
-        find_variants(e, rel);
-    }
-    e->compressible = compress_eligible(lc, type, (uint64_t)e->st.st_size);
-    if (finish_file(e, type, NULL, e->has_variants || e->compressible) < 0) {
-        entry_free(e);
-        return NULL;
-    }
-    return e;
+    return file_entry(e, type ? type : static_conf(lc)->default_type, rel);
 }
 
 /* Does `e` still describe what `path` resolves to? Cheap for files: one open + fstat. */
@@ -507,7 +510,7 @@ static bool still_valid(struct file_cache *fc, struct fc_entry *e)
                fresh->st.st_mtim.tv_sec == e->st.st_mtim.tv_sec &&
                fresh->st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec &&
                fresh->has_variants == e->has_variants;
-    for (int i = 0; same && i < FC_NENC; i++) {
+    for (int i = 0; same && i < CODING_COUNT; i++) {
         struct fc_entry *a = e->variant[i], *b = fresh->variant[i];
         same = (!a && !b) || (a && b && a->st.st_ino == b->st.st_ino &&
                               a->st.st_size == b->st.st_size &&
@@ -685,7 +688,7 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
     return insert(fc, s, e, NULL);
 }
 
-int fc_attach(struct file_cache *fc, struct fc_entry *e, enum fc_encoding enc,
+int fc_attach(struct file_cache *fc, struct fc_entry *e, enum coding enc,
               struct fc_entry *v)
 {
     struct fc_shard *s = &fc->shards[e->hash % FC_SHARDS];

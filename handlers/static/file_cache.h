@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "compress/coding.h"
+
 struct loc_conf;
 struct mime_table;
 
@@ -35,11 +37,7 @@ enum fc_kind {
     FC_OTHER,         /* FIFO, device, socket: never served */
 };
 
-enum fc_encoding { FC_BR = 0, FC_ZSTD, FC_GZIP, FC_NENC };
-/* Content-Encoding names, by enum fc_encoding: "br", "zstd", "gzip". */
-extern const char *const fc_encoding_names[FC_NENC];
-
-/* Where an on-the-fly variant of an entry stands (compress.c). */
+/* Where an on-the-fly variant of an entry stands (variants.c). */
 enum fc_otf_state { FC_OTF_NONE = 0, FC_OTF_BUSY, FC_OTF_DONE };
 
 struct fc_entry {
@@ -62,17 +60,17 @@ struct fc_entry {
                                      * of a 200's head (the entry is per location and per
                                      * configuration generation, so the location's headers are
                                      * constant for it) */
-    struct fc_entry *variant[FC_NENC]; /* precompressed representations (FC_FILE entries) */
+    struct fc_entry *variant[CODING_COUNT]; /* precompressed representations (FC_FILE entries) */
     bool has_variants;
     bool vary;                      /* responses carry Vary: Accept-Encoding */
-    bool compressible;              /* on-the-fly variants may be made (compress.c) */
+    bool compressible;              /* on-the-fly variants may be made (variants.c) */
     bool unsettled;                 /* the file kept changing while the entry was made: its
                                      * stat is only the latest seen, so no request trusts it
                                      * for the revalidation interval */
-    /* On-the-fly variants (compress.c): each set at most once, by fc_attach(), and released
+    /* On-the-fly variants (variants.c): each set at most once, by fc_attach(), and released
      * with the entry; otf_state says whether one is on its way or will never come. */
-    _Atomic(struct fc_entry *) otf[FC_NENC];
-    _Atomic unsigned char otf_state[FC_NENC]; /* enum fc_otf_state */
+    _Atomic(struct fc_entry *) otf[CODING_COUNT];
+    _Atomic unsigned char otf_state[CODING_COUNT]; /* enum fc_otf_state */
 
     /* Table bookkeeping (under the shard lock). */
     struct fc_entry *next;          /* hash chain */
@@ -108,21 +106,21 @@ void fc_release(struct fc_entry *e);
 int fc_open_beneath(int root_fd, const char *rel, int symlinks, int extra_flags);
 
 /* The on-the-fly variant `enc` of `e`, or NULL (borrowed: valid while `e` is held). */
-static inline struct fc_entry *fc_otf(struct fc_entry *e, enum fc_encoding enc)
+static inline struct fc_entry *fc_otf(struct fc_entry *e, enum coding enc)
 {
     return atomic_load_explicit(&e->otf[enc], memory_order_acquire);
 }
 
-/* A representation of FC_FILE entry `e` in coding `enc` (compress.c): its content is `body`
+/* A representation of FC_FILE entry `e` in coding `enc` (variants.c): its content is `body`
  * (malloc'd) or else `fd`, `size` bytes, both taken over (released on failure too); charged
  * to the cache's budget when `in_memory`. Its ETag is e's with `etag_suffix` appended inside
  * the quotes. Returns NULL on ENOMEM. */
-struct fc_entry *fc_variant_new(const struct fc_entry *e, enum fc_encoding enc, char *body,
+struct fc_entry *fc_variant_new(const struct fc_entry *e, enum coding enc, char *body,
                                 int fd, uint64_t size, bool in_memory, const char *etag_suffix);
 /* Make `v` the on-the-fly variant `enc` of `e`, charged to e's shard (older entries are
  * evicted to make room). Takes the caller's reference to `v` in every case. Returns 0, or -1
  * when `e` has left the cache, already has one, or `v` does not fit the shard's budget. */
-int fc_attach(struct file_cache *fc, struct fc_entry *e, enum fc_encoding enc,
+int fc_attach(struct file_cache *fc, struct fc_entry *e, enum coding enc,
               struct fc_entry *v);
 /* Is `e` still the cache's entry for its path? (A job for an entry that is not is moot.) */
 bool fc_cached(struct file_cache *fc, const struct fc_entry *e);
@@ -137,5 +135,10 @@ void fc_get_stats(struct file_cache *fc, struct fc_stats *out);
 struct runtime;
 /* The static handler's open-file cache in configuration generation `rt` (static_file.c). */
 struct file_cache *static_file_cache(const struct runtime *rt);
+/* The static type's stats() hook (handler.h): its open-file cache and compressor
+ * (static_stats.c). */
+struct stats_writer;
+void static_file_stats(void *process, void *generation, const struct runtime *rt,
+                       struct stats_writer *w);
 
 #endif

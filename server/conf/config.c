@@ -2,8 +2,9 @@
  *
  * The file format is line oriented: `directive value...` per line, `#` starts a comment, and
  * `server NAME... {` / `location MATCH {` open blocks closed by `}`. What each directive
- * means, where it may appear and how its values are checked is in one table (directives.c);
- * this file reads the file and the command line and hands each directive to it. */
+ * means, where it may appear and how its values are checked is in a table: the core's
+ * (directives.c) or a handler type's (handler_conf.h); this file reads the file and the
+ * command line and hands each directive to it. */
 #include "conf/config.h"
 
 #include <ctype.h>
@@ -21,6 +22,7 @@
 #include "base/cpu_limit.h"
 #include "conf/directives.h"
 #include "conf/envsubst.h"
+#include "conf/handler_conf.h"
 #include "log/log.h"
 #include "base/version.h"
 
@@ -62,13 +64,7 @@ static int config_defaults(struct config *cfg)
     cfg->access_log_buffer = 0; /* every line written at once: nothing lost on a crash */
     cfg->access_log_flush = 1000;
     cfg->tcp_notsent_lowat = 256 * 1024; /* docs/PERFORMANCE.md, "Large files" */
-    cfg->cgi_timeout = 30000;
-    cfg->cgi_max = 64;
-    cfg->compress_dynamic_max = 64;
-    snprintf(cfg->cgi_env_pass[0], sizeof(cfg->cgi_env_pass[0]), "PATH");
-    cfg->ncgi_env_pass = 1;
-    if (cidr_list_add(&cfg->status_allow, "127.0.0.0/8") < 0 ||
-        cidr_list_add(&cfg->status_allow, "::1") < 0) {
+    if (conf_top_init(cfg) < 0) {
         fprintf(stderr, "lfhttpd: out of memory\n");
         return -1;
     }
@@ -538,7 +534,7 @@ void config_free(struct config *cfg)
 {
     site_set_free(&cfg->sites);
     cidr_list_free(&cfg->trusted_proxies);
-    cidr_list_free(&cfg->status_allow);
+    conf_top_free(cfg);
     cidr_list_free(&cfg->limit_allow);
     for (unsigned i = 0; i < cfg->nconf_files; i++)
         free(cfg->conf_files[i]);
@@ -714,7 +710,8 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         nadmin += cfg->listen[i].admin;
     if (nadmin && site_add_admin(&cfg->sites) < 0)
         return CONFIG_ERROR;
-    if (site_add_builtins(&cfg->sites, cfg->test_endpoints) < 0 || cli_certificates(cfg, cl) < 0)
+    if (site_add_builtins(&cfg->sites) < 0 || conf_finish(cfg) < 0 ||
+        cli_certificates(cfg, cl) < 0)
         return CONFIG_ERROR;
     if (site_set_finish(&cfg->sites) < 0 || site_set_check(&cfg->sites) < 0)
         return CONFIG_ERROR;

@@ -17,7 +17,6 @@
 
 #define CONFIG_MAX_LISTEN 16
 #define CONFIG_MAX_CERTS 16
-#define CONFIG_MAX_ENV_PASS 32
 
 struct listen_addr {
     struct sockaddr_storage ss;
@@ -108,17 +107,9 @@ struct config {
     bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
     unsigned tls_redirect_line;     /* where the file set it (0: not from the file) */
 
-    /* CGI (handlers/cgi.c). */
-    unsigned cgi_timeout;      /* ms a script may run before its process group is killed */
-    unsigned cgi_max;          /* scripts running at once; more -> 503 */
-    unsigned compress_dynamic_max; /* streamed responses compressed at once; more: identity */
-    char cgi_env_pass[CONFIG_MAX_ENV_PASS][64]; /* server environment variables scripts get */
-    unsigned ncgi_env_pass;
-
-    /* Built-in handlers (handlers/builtin_status.c, handlers/test_endpoints.c). */
-    struct cidr_list status_allow; /* who may see /server-status and /metrics */
-    bool status_allow_given;       /* the file set it (replacing the loopback default) */
-    char test_endpoints[256];  /* prefix of the test endpoints, "" = off */
+    /* The handler types' process-wide settings, one block per registered type
+     * (handler_conf.h). */
+    void *handler_conf[HANDLER_TYPES_MAX];
 
     bool reload_on_change;   /* watch.h: reload when the file or one it names changes */
     const char *config_file; /* NULL when none */

@@ -41,7 +41,7 @@ void runtime_free(struct runtime *rt)
         for (unsigned j = 0; j < s->nlocs; j++)
             destroy_location(&s->locs[j], ss);
     }
-    for (unsigned i = 0; i < RUNTIME_TYPES_MAX; i++)
+    for (unsigned i = 0; i < HANDLER_TYPES_MAX; i++)
         if (rt->handler_state[i] && rt->handler_free[i])
             rt->handler_free[i](rt->handler_state[i]);
     if (rt->tls)

@@ -23,8 +23,6 @@ struct limit_table;
 struct ex_filter_ops;
 struct tls_ctx;
 
-#define RUNTIME_TYPES_MAX 8 /* per-generation slots: one per handler type (handler.h) */
-
 struct runtime {
     _Atomic unsigned refs;
     unsigned generation;
@@ -41,9 +39,10 @@ struct runtime {
     /* The filter of streamed response bodies, when a handler type provides one (the static
      * one's dynamic compression, exchange.h), or NULL. */
     const struct ex_filter_ops *stream_filter;
-    /* Handler types' state for this generation, and how each is freed (handler.h). */
-    void *handler_state[RUNTIME_TYPES_MAX];
-    void (*handler_free[RUNTIME_TYPES_MAX])(void *state);
+    /* Handler types' state for this generation, and how each is freed (handler.h): one slot
+     * per type (HANDLER_TYPES_MAX, handler_conf.h). */
+    void *handler_state[HANDLER_TYPES_MAX];
+    void (*handler_free[HANDLER_TYPES_MAX])(void *state);
 };
 
 /* Build a runtime from `cfg` (whose allocations it takes over, even on failure). Opens roots,

@@ -30,24 +30,14 @@ static int set_str(char **slot, const char *v)
     return 0;
 }
 
-void loc_conf_init(struct loc_conf *lc)
+int loc_conf_init(struct loc_conf *lc)
 {
     memset(lc, 0, sizeof(*lc));
-    lc->nindex = -1;
-    lc->listing = lc->hidden_files = lc->symlinks = lc->precompressed = lc->etag = -1;
     lc->nheaders = -1;
-    lc->expires = -2;
-    lc->nerror_pages = -1;
     lc->root_fd = -1;
-    lc->compress = -1;
-    lc->ncompress_types = -1;
-    lc->compress_min_size = -1;
-    for (int i = 0; i < SITE_NCODINGS; i++)
-        lc->compress_level[i] = -1;
-    lc->compress_cache_size = -1;
     lc->limit_conn = -1;
     lc->limit_req_burst = -1;
-    lc->compress_dynamic = -1;
+    return conf_loc_init(lc);
 }
 
 int site_set_init(struct site_set *ss)
@@ -56,8 +46,12 @@ int site_set_init(struct site_set *ss)
     ss->sites = calloc(1, sizeof(*ss->sites));
     if (!ss->sites)
         return -ENOMEM;
+    if (loc_conf_init(&ss->sites[0].base) < 0) {
+        free(ss->sites);
+        ss->sites = NULL;
+        return -ENOMEM;
+    }
     ss->nsites = 1;
-    loc_conf_init(&ss->sites[0].base);
     return 0;
 }
 
@@ -68,9 +62,6 @@ static void loc_conf_free(struct loc_conf *lc)
     free(lc->handler);
     free(lc->handler_arg);
     free(lc->root);
-    free(lc->spa_fallback);
-    free(lc->cache_control);
-    free(lc->default_type);
     free(lc->auth_realm);
     free(lc->auth_file);
     free(lc->auth_where);
@@ -80,13 +71,7 @@ static void loc_conf_free(struct loc_conf *lc)
         free(lc->headers[i].value);
     }
     free(lc->headers);
-    for (int i = 0; i < lc->nerror_pages; i++)
-        free(lc->error_pages[i].path);
-    free(lc->error_pages);
-    for (int i = 0; i < lc->ncompress_types; i++)
-        free(lc->compress_types[i]);
-    free(lc->compress_types);
-    free(lc->compress_cache_dir);
+    conf_loc_free(lc);
 }
 
 void site_set_free(struct site_set *ss)
@@ -119,9 +104,13 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
     ss->sites = sites;
     struct site *s = &ss->sites[ss->nsites];
     memset(s, 0, sizeof(*s));
-    loc_conf_init(&s->base);
+    if (loc_conf_init(&s->base) < 0) {
+        oom(where);
+        return NULL;
+    }
     s->names = calloc((size_t)nnames, sizeof(char *));
     if (!s->names) {
+        loc_conf_free(&s->base); /* the site was not counted: nothing else frees it */
         oom(where);
         return NULL;
     }
@@ -136,6 +125,7 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
             for (unsigned k = 0; k < s->nnames; k++)
                 free(s->names[k]); /* the site was not counted: nothing else frees them */
             free(s->names);
+            loc_conf_free(&s->base);
             return NULL;
         }
         char *lc = strdup(n);
@@ -143,6 +133,7 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
             for (unsigned k = 0; k < s->nnames; k++)
                 free(s->names[k]);
             free(s->names);
+            loc_conf_free(&s->base);
             oom(where);
             return NULL;
         }
@@ -164,7 +155,8 @@ int site_add_admin(struct site_set *ss)
     ss->sites = sites;
     struct site *s = &ss->sites[ss->nsites];
     memset(s, 0, sizeof(*s));
-    loc_conf_init(&s->base);
+    if (loc_conf_init(&s->base) < 0)
+        return oom("admin_listen");
     s->is_admin = true;
     ss->admin_site = ss->nsites++; /* counted now: site_set_free frees what is set below */
     /* Nothing of the sites reaches it: no authentication, limits, error pages or headers. Its
@@ -173,9 +165,8 @@ int site_add_admin(struct site_set *ss)
         return oom("admin_listen");
     s->base.limit_conn = 0;
     s->base.limit_req_burst = 0;
-    s->base.nerror_pages = 0;
     s->base.nheaders = 0;
-    s->base.compress_dynamic = 0;
+    conf_loc_admin(&s->base); /* the handler types' own: error pages, compression */
     return 0;
 }
 
@@ -197,8 +188,13 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
         oom(where);
         return NULL;
     }
-    struct loc_conf *lc = &s->locs[s->nlocs++];
-    loc_conf_init(lc);
+    struct loc_conf *lc = &s->locs[s->nlocs];
+    if (loc_conf_init(lc) < 0) {
+        free(m);
+        oom(where);
+        return NULL;
+    }
+    s->nlocs++;
     if (ext) {
         lc->ext = m;
         lc->ext_len = strlen(m);
@@ -209,7 +205,27 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
     return lc;
 }
 
-int site_add_builtins(struct site_set *ss, const char *test_prefix)
+int site_add_builtin(struct site_set *ss, const char *prefix, const char *handler,
+                     const char *arg, bool admin)
+{
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        if (s->is_admin && !admin)
+            continue;
+        bool defined = false;
+        for (unsigned j = 0; j < s->nlocs; j++)
+            defined |= s->locs[j].prefix && !strcmp(s->locs[j].prefix, prefix);
+        if (defined)
+            continue; /* the site's own location wins */
+        struct loc_conf *lc = site_add_location(s, "built-in location", prefix);
+        if (!lc || set_str(&lc->handler, handler) < 0 ||
+            (arg && set_str(&lc->handler_arg, arg) < 0))
+            return lc ? oom("built-in location") : -1;
+    }
+    return 0;
+}
+
+int site_add_builtins(struct site_set *ss)
 {
     static const char *const builtins[][3] = {
         { "/healthz", "health", NULL },
@@ -217,25 +233,10 @@ int site_add_builtins(struct site_set *ss, const char *test_prefix)
         { "/readyz", "health", "ready" },
         { "/server-status", "status", NULL },
         { "/metrics", "metrics", NULL },
-        { NULL, "test", NULL },
     };
-    for (unsigned i = 0; i < ss->nsites; i++) {
-        struct site *s = &ss->sites[i];
-        for (size_t b = 0; b < sizeof(builtins) / sizeof(builtins[0]); b++) {
-            const char *prefix = builtins[b][0] ? builtins[b][0] : test_prefix;
-            if (!prefix || !prefix[0] || (s->is_admin && !builtins[b][0]))
-                continue; /* the admin site: health, status and metrics only */
-            bool defined = false;
-            for (unsigned j = 0; j < s->nlocs; j++)
-                defined |= s->locs[j].prefix && !strcmp(s->locs[j].prefix, prefix);
-            if (defined)
-                continue; /* the site's own location wins */
-            struct loc_conf *lc = site_add_location(s, "built-in location", prefix);
-            if (!lc || set_str(&lc->handler, builtins[b][1]) < 0 ||
-                (builtins[b][2] && set_str(&lc->handler_arg, builtins[b][2]) < 0))
-                return lc ? oom("built-in location") : -1;
-        }
-    }
+    for (size_t b = 0; b < sizeof(builtins) / sizeof(builtins[0]); b++)
+        if (site_add_builtin(ss, builtins[b][0], builtins[b][1], builtins[b][2], true) < 0)
+            return -1;
     return 0;
 }
 
@@ -258,54 +259,12 @@ static int inherit(struct loc_conf *lc, const struct loc_conf *p)
     if (!lc->handler_arg && p->handler_arg && !strcmp(lc->handler, p->handler) &&
         !(lc->handler_arg = strdup(p->handler_arg)))
         return -1;
-    if (inherit_str(&lc->root, p->root) < 0)
-        return -1;
-    if (lc->nindex < 0) {
-        memcpy(lc->index, p->index, sizeof(lc->index));
-        lc->nindex = p->nindex;
-    }
-    if (lc->listing < 0)
-        lc->listing = p->listing;
-    if (lc->hidden_files < 0)
-        lc->hidden_files = p->hidden_files;
-    if (lc->symlinks < 0)
-        lc->symlinks = p->symlinks;
-    if (lc->precompressed < 0)
-        lc->precompressed = p->precompressed;
-    if (lc->etag < 0)
-        lc->etag = p->etag;
-    if (lc->expires == -2)
-        lc->expires = p->expires;
-    if (inherit_str(&lc->spa_fallback, p->spa_fallback) < 0 ||
-        inherit_str(&lc->cache_control, p->cache_control) < 0 ||
-        inherit_str(&lc->default_type, p->default_type) < 0 ||
+    if (inherit_str(&lc->root, p->root) < 0 ||
         inherit_str(&lc->auth_realm, p->auth_realm) < 0 ||
         inherit_str(&lc->auth_file, p->auth_file) < 0 ||
         inherit_str(&lc->auth_where, p->auth_where) < 0 ||
         inherit_str(&lc->handler_where, p->handler_where) < 0)
         return -1;
-    if (lc->compress < 0)
-        lc->compress = p->compress;
-    if (lc->ncompress_types < 0) {
-        if (!(lc->compress_types = calloc((size_t)p->ncompress_types + 1, sizeof(char *))))
-            return -1;
-        lc->ncompress_types = 0;
-        for (int i = 0; i < p->ncompress_types; i++) {
-            char *t = strdup(p->compress_types[i]);
-            if (!t)
-                return -1;
-            lc->compress_types[lc->ncompress_types++] = t;
-        }
-    }
-    if (lc->compress_min_size < 0)
-        lc->compress_min_size = p->compress_min_size;
-    for (int i = 0; i < SITE_NCODINGS; i++)
-        if (lc->compress_level[i] < 0)
-            lc->compress_level[i] = p->compress_level[i];
-    if (inherit_str(&lc->compress_cache_dir, p->compress_cache_dir) < 0)
-        return -1;
-    if (lc->compress_cache_size < 0)
-        lc->compress_cache_size = p->compress_cache_size;
     if (lc->limit_conn < 0) {
         lc->limit_conn = p->limit_conn;
         lc->limit_conn_rule = p->limit_conn_rule;
@@ -315,10 +274,10 @@ static int inherit(struct loc_conf *lc, const struct loc_conf *p)
         lc->limit_req_interval = p->limit_req_interval;
         lc->limit_req_rule = p->limit_req_rule;
     }
-    if (lc->compress_dynamic < 0)
-        lc->compress_dynamic = p->compress_dynamic;
-    /* Like nginx: a level that sets any add_header / error_page replaces the parent's list.
-     * The count is set as entries are copied, so a failure leaves only what can be freed. */
+    if (conf_loc_merge(lc, p) < 0)
+        return -1;
+    /* Like nginx: a level that sets any add_header replaces the parent's list. The count is
+     * set as entries are copied, so a failure leaves only what can be freed. */
     if (lc->nheaders < 0) {
         if (p->nheaders > 0 && !(lc->headers = calloc((size_t)p->nheaders, sizeof(*lc->headers))))
             return -1;
@@ -333,20 +292,6 @@ static int inherit(struct loc_conf *lc, const struct loc_conf *p)
                 return -1;
             }
             lc->headers[lc->nheaders++] = h;
-        }
-    }
-    if (lc->nerror_pages < 0) {
-        if (p->nerror_pages > 0 &&
-            !(lc->error_pages = calloc((size_t)p->nerror_pages, sizeof(*lc->error_pages))))
-            return -1;
-        lc->nerror_pages = 0;
-        for (int i = 0; i < p->nerror_pages; i++) {
-            char *path = strdup(p->error_pages[i].path);
-            if (!path)
-                return -1;
-            lc->error_pages[i].status = p->error_pages[i].status;
-            lc->error_pages[i].path = path;
-            lc->nerror_pages++;
         }
     }
     return 0;
@@ -379,47 +324,17 @@ static void name_rules(const struct site *s, struct loc_conf *lc)
 
 int site_set_finish(struct site_set *ss)
 {
-    static char d_static[] = "static", d_root[] = "./www", d_empty[] = "",
-                d_type[] = "application/octet-stream";
+    static char d_static[] = "static", d_root[] = "./www", d_empty[] = "";
     struct loc_conf defaults;
-    loc_conf_init(&defaults);
+    if (loc_conf_init(&defaults) < 0)
+        return oom("lfhttpd");
+    conf_loc_defaults(&defaults);
     defaults.handler = d_static;
     defaults.root = d_root;
-    snprintf(defaults.index[0], sizeof(defaults.index[0]), "%s", "index.html");
-    defaults.nindex = 1;
-    defaults.listing = 0;
-    defaults.hidden_files = 0;
-    defaults.symlinks = SYMLINKS_INSIDE;
-    defaults.precompressed = 1;
-    defaults.etag = 1;
-    defaults.spa_fallback = d_empty;
     defaults.nheaders = 0;
-    defaults.cache_control = d_empty;
-    defaults.expires = -1;
-    defaults.nerror_pages = 0;
-    defaults.default_type = d_type;
     defaults.auth_realm = d_empty;
-    /* Compression: what browsers' audits expect compressed, never what is compressed already
-     * (images but SVG, audio, video, archives, woff/woff2). Levels for compress-once, chosen
-     * by measurement (docs/PERFORMANCE.md, "Compression levels"). */
-    static const char *const d_types[] = {
-        "text/*", "application/javascript", "application/x-javascript", "application/json",
-        "application/*+json", "application/xml", "application/*+xml", "image/svg+xml",
-        "application/wasm", "font/ttf", "font/otf", "font/collection", "font/sfnt",
-        "application/vnd.ms-fontobject",
-    };
-    defaults.compress = 1;
-    defaults.compress_types = (char **)(uintptr_t)d_types; /* only read: copied by inherit() */
-    defaults.ncompress_types = (int)(sizeof(d_types) / sizeof(d_types[0]));
-    defaults.compress_min_size = 1024;
-    defaults.compress_level[0] = 11; /* br */
-    defaults.compress_level[1] = 19; /* zstd */
-    defaults.compress_level[2] = 9;  /* gzip */
-    defaults.compress_cache_dir = d_empty;
-    defaults.compress_cache_size = 256 * 1024 * 1024;
     defaults.limit_conn = 0;
     defaults.limit_req_burst = 0;
-    defaults.compress_dynamic = 0; /* per-request work: asked for, never assumed */
 
     for (unsigned i = 0; i < ss->nsites; i++) {
         name_rules(&ss->sites[i], &ss->sites[i].base);
@@ -427,6 +342,7 @@ int site_set_finish(struct site_set *ss)
             name_rules(&ss->sites[i], &ss->sites[i].locs[j]);
     }
     bool failed = inherit(&ss->sites[0].base, &defaults) < 0;
+    conf_loc_defaults_free(&defaults);
     for (unsigned i = 1; i < ss->nsites && !failed; i++)
         failed = inherit(&ss->sites[i].base, &ss->sites[0].base) < 0;
     for (unsigned i = 0; i < ss->nsites && !failed; i++)

@@ -18,10 +18,7 @@
 #include <stdint.h>
 
 #include "base/strview.h"
-
-#define SITE_MAX_INDEX 8
-/* On-the-fly compression: the codings, in the order of enum fc_encoding (file_cache.h). */
-#define SITE_NCODINGS 3
+#include "conf/handler_conf.h"
 
 struct auth_users;
 struct handler_ops;
@@ -31,13 +28,6 @@ struct header_kv {
     char *value;
     size_t name_len, value_len;
 };
-
-struct error_page {
-    int status;
-    char *path;               /* URL path under the location's root, e.g. /404.html */
-};
-
-enum symlinks_policy { SYMLINKS_OFF = 0, SYMLINKS_INSIDE = 1, SYMLINKS_ANY = 2 };
 
 struct loc_conf {
     /* What the location matches (both NULL for a site's own settings). */
@@ -50,33 +40,12 @@ struct loc_conf {
     char *handler;            /* handler type name (handlers/registry.c); default "static" */
     char *handler_arg;
     char *root;
-    char index[SITE_MAX_INDEX][64];
-    int nindex;
-    int listing;              /* directory listings */
-    int hidden_files;         /* 1: serve dot-files; 0: 404 */
-    int symlinks;             /* enum symlinks_policy */
-    int precompressed;        /* serve x.br / x.zst / x.gz beside x */
-    int etag;
-    char *spa_fallback;       /* "" = off */
-    struct header_kv *headers;
+    struct header_kv *headers; /* add_header */
     int nheaders;
-    char *cache_control;      /* "" = off */
-    int64_t expires;          /* seconds; -1 = off; -2 unset */
-    struct error_page *error_pages;
-    int nerror_pages;
-    char *default_type;
     char *auth_realm;         /* Basic authentication realm; "" = off */
     char *auth_file;          /* its user file */
     char *auth_where;         /* "FILE:LINE" of the auth_basic that set the realm */
     char *handler_where;      /* "FILE:LINE" of the handler directive, for its errors */
-    /* Compression of static files on the fly (handlers/compress.c). */
-    int compress;             /* on|off */
-    char **compress_types;    /* media-type patterns: text/html, text/ANY, application/ANY+json */
-    int ncompress_types;      /* -1 unset */
-    int64_t compress_min_size;/* bytes; -1 unset */
-    int compress_level[SITE_NCODINGS]; /* br, zstd, gzip; -1 unset */
-    char *compress_cache_dir; /* "" = off (variants kept in memory only) */
-    int64_t compress_cache_size; /* bytes; -1 unset */
     /* Per-client limits (server/client_limits.c). A rule's id names its counts in the limits table:
      * given by site_set_finish() to the block that sets it, shared by the blocks inheriting it. */
     int limit_conn;           /* requests in flight per client; 0 = off; -1 unset */
@@ -84,7 +53,8 @@ struct loc_conf {
     uint64_t limit_req_interval; /* ns between two requests at the rate; 0 = off */
     int limit_req_burst;      /* requests at once; -1 unset */
     uint32_t limit_req_rule;
-    int compress_dynamic;     /* on|off: streamed responses (CGI, test endpoints), gzip/zstd */
+    /* The handler types' own settings, one block per registered type (handler_conf.h). */
+    void *handler_conf[HANDLER_TYPES_MAX];
 
     /* Filled at server start-up. */
     struct auth_users *auth_users;
@@ -115,8 +85,9 @@ struct site_set {
 int site_set_init(struct site_set *ss);
 void site_set_free(struct site_set *ss);
 
-/* Initialise an unset loc_conf (everything inherits). */
-void loc_conf_init(struct loc_conf *lc);
+/* Initialise an unset loc_conf (everything inherits), with the registered handler types'
+ * blocks. Returns 0, or -1 out of memory (nothing left allocated). */
+int loc_conf_init(struct loc_conf *lc);
 
 /* Add a `server NAME... {` block / a `location MATCH {` block. Return the new object or NULL
  * (after printing "WHERE: reason"). */
@@ -130,9 +101,13 @@ int site_add_admin(struct site_set *ss);
 
 /* Add the built-in locations to every site that does not define them itself: /healthz
  * (handler health), /livez (health live), /readyz (health ready), /server-status (status),
- * /metrics (metrics), and `test_prefix` (handler test) unless it is "". Returns 0 or -1
- * (message printed). */
-int site_add_builtins(struct site_set *ss, const char *test_prefix);
+ * /metrics (metrics). Returns 0 or -1 (message printed). */
+int site_add_builtins(struct site_set *ss);
+/* Add location `prefix` with `handler` (and `arg`, or NULL) to every site that does not define
+ * it itself, the admin site only when `admin` (a handler type's own built-in locations, e.g.
+ * the test endpoints'). Returns 0 or -1 (message printed). */
+int site_add_builtin(struct site_set *ss, const char *prefix, const char *handler,
+                     const char *arg, bool admin);
 
 /* Fill every unset setting from its parent and the built-in defaults. Returns 0, or -1 when
  * out of memory (message printed; the set can still be freed). */

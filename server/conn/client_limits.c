@@ -31,26 +31,6 @@ void limit_key(const struct in6_addr *addr, struct in6_addr *key)
         memset(&key->s6_addr[8], 0, 8); /* one /64: what one IPv6 client is usually given */
 }
 
-int limit_rate_parse(const char *s, uint64_t *interval_ns)
-{
-    char *end;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    unsigned long n = strtoul(s, &end, 10);
-    if (errno || n < 1 || n > 1000000)
-        return -1;
-    uint64_t per;
-    if (!strcmp(end, "r/s"))
-        per = NS_PER_S;
-    else if (!strcmp(end, "r/m"))
-        per = 60 * NS_PER_S;
-    else
-        return -1;
-    *interval_ns = per / n;
-    return 0;
-}
-
 bool limit_gcra(uint64_t *tat, uint64_t now, uint64_t interval, unsigned burst, uint64_t *wait)
 {
     /* The bucket is full when *tat <= now; every request moves *tat one interval later; a

@@ -63,9 +63,6 @@ struct limit_stats {
 
 /* The key of an address: IPv4 (v4-mapped) as it is, IPv6 with its last 64 bits cleared. */
 void limit_key(const struct in6_addr *addr, struct in6_addr *key);
-/* "10r/s", "600r/m" (nginx's syntax; 1 to 1000000 requests): the time between two requests
- * at that rate, in ns. Returns 0 or -1. */
-int limit_rate_parse(const char *s, uint64_t *interval_ns);
 /* The generic cell rate algorithm: a bucket of `burst` requests that refills one request per
  * `interval` ns. *tat is the bucket's state (0: full). Returns true and advances *tat when a
  * request at `now` fits; false with *wait (ns until one would fit) when not. */

@@ -8,6 +8,7 @@
 #include "log/log.h"
 #include "daemon/probe.h"
 #include "daemon/server.h"
+#include "daemon/setup.h"
 #include "conn/sink.h"
 
 int main(int argc, char **argv)
@@ -20,6 +21,7 @@ int main(int argc, char **argv)
      * must not inherit them. Fails harmlessly on kernels without ambient capabilities. */
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 
+    daemon_setup_conf(); /* the handler types' directives, before any configuration */
     static struct config cfg;
     switch (config_from_args(&cfg, argc, argv)) {
     case CONFIG_EXIT_OK:

@@ -27,7 +27,6 @@ struct runtime;
 /* Listener slots over the server's lifetime, including listeners closed by reloads; under
  * `concurrency reuseport` every address takes one slot per thread. */
 #define SERVER_MAX_LISTENERS 256
-#define SERVER_HANDLER_TYPES 8 /* = HANDLER_TYPES_MAX (handler.h) */
 
 struct listener {
     struct event_handler eh;     /* first member: data.ptr of its epoll registration */
@@ -94,7 +93,7 @@ struct server {
     /* Handler types' process-wide state (CGI's spawner and job counters, the static
      * handler's compressor), one slot per registered type, created by their instances and
      * stopped and freed through the registry (handler.h) at exit. */
-    _Atomic(void *) handler_state[SERVER_HANDLER_TYPES];
+    _Atomic(void *) handler_state[HANDLER_TYPES_MAX];
     /* The layer above the connections (sink.h): set by main() before server_init. */
     const struct exchange_layer *layer;
     _Atomic unsigned https_port; /* the first open TLS listener's port (tls_redirect_http) */

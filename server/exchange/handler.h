@@ -24,10 +24,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "conf/handler_conf.h"
+
 struct exchange;
 struct loc_conf;
 struct runtime;
 struct server;
+struct stats_writer;
 
 /* What create() gets: where it runs, and its type's state. */
 struct handler_env {
@@ -68,6 +71,12 @@ struct handler_ops {
     /* The connection is closing before the exchange ended: unwatch and free ex->state. */
     void (*abort)(void *instance, struct exchange *ex);
     void (*destroy)(void *instance);
+
+    /* The type's counters for /server-status and /metrics (optional), in w->format (JSON:
+     * `"name":{...},` members; Prometheus: whole families): `process` is its process-wide
+     * state (NULL until made), `generation` its state in `rt`. Reads relaxed atomics only. */
+    void (*stats)(void *process, void *generation, const struct runtime *rt,
+                  struct stats_writer *w);
 };
 
 /* ---- the registry (registry.c) -------------------------------------------------------------- */
@@ -79,9 +88,12 @@ extern const struct handler_ops metrics_handler;
 extern const struct handler_ops health_handler;
 extern const struct handler_ops test_handler;
 
-/* Slots in the server and in a runtime: one per registered handler type. */
-#define HANDLER_TYPES_MAX 8 /* = RUNTIME_TYPES_MAX (runtime.h) */
+/* Slots in the server and in a runtime: one per registered handler type, HANDLER_TYPES_MAX
+ * (conf/handler_conf.h) of them. */
 
+/* Hand every type's configuration (directives, settings blocks) to conf/ and the check of
+ * `handler NAME`: once, at start-up, before a configuration is read. */
+void handlers_register_conf(void);
 /* The handler type configuration calls `name` (NULL when unknown), and its slot. */
 const struct handler_ops *handler_lookup(const char *name, unsigned *slot);
 /* A type's process-wide state (NULL until an instance made it), and its state in `rt`. */
@@ -90,6 +102,8 @@ void *handler_generation_state(const struct runtime *rt, const struct handler_op
 /* Build every type's per-generation state for `rt`. Prints one line and returns -1 on failure
  * (what was built is freed with the runtime). */
 int handlers_generation_init(struct server *srv, struct runtime *rt);
+/* Every type's stats(), in registry order. */
+void handlers_stats(struct server *srv, const struct runtime *rt, struct stats_writer *w);
 /* At exit, after the pool has stopped: stop(), before the connections are freed ... */
 void handlers_stop(struct server *srv);
 /* ... and release(), at the very end. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conf/config.h"
+#include "daemon/setup.h"
 
 /* Abort with a message: libFuzzer records the input as a crash. */
 #define FZ_CHECK(cond)                                                                     \
@@ -59,6 +60,7 @@ static inline void fz_config(struct config *cfg, const char *root)
     char a0[] = "lfhttpd", a1[] = "--root", a2[PATH_MAX];
     snprintf(a2, sizeof(a2), "%s", root);
     char *argv[] = { a0, a1, a2, NULL };
+    daemon_setup_conf(); /* the handler types' directives, as main() does */
     if (config_from_args(cfg, 3, argv) != CONFIG_OK)
         abort();
 }

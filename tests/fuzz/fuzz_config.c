@@ -143,6 +143,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     sandbox();
     make_scratch();
+    daemon_setup_conf(); /* the handler types' directives, as main() does */
     return 0;
 }
 

@@ -45,6 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     close(fd);
     char a0[] = "lfhttpd", a1[] = "--config";
     char *args[] = { a0, a1, path, NULL };
+    daemon_setup_conf(); /* the handler types' directives, as main() does */
     if (config_from_args(&cfg, 3, args) != CONFIG_OK)
         abort();
     unlink(path);

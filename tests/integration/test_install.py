@@ -183,11 +183,28 @@ def _readme_directives():
 
 
 def _table_directives():
-    """{name: context flags} from the parser's one table (server/conf/directives.c)."""
-    src = open(os.path.join(REPO, "server/conf/directives.c")).read()
-    table = src[src.index("const struct directive directive_table[] = {"):]
-    table = table[:table.index("\n};")]
-    return dict(re.findall(r'\{\s*"([a-z_]+)",\s*(IN_[A-Z_]+(?:\s*\|\s*IN_[A-Z_]+)*)', table))
+    """{name: context flags} from every directive table of the sources: the core's
+    (server/conf/directives.c) and each handler type's (handlers/: `static const struct
+    directive NAME[] = {`, registered at start-up)."""
+    found, tables = {}, 0
+    for top in ("server", "handlers"):
+        for d, _, files in os.walk(os.path.join(REPO, top)):
+            for f in sorted(files):
+                if not f.endswith(".c"):
+                    continue
+                src = open(os.path.join(d, f)).read()
+                for m in re.finditer(r"const struct directive \w+\[\] = \{", src):
+                    table = src[m.start():]
+                    table = table[:table.index("\n};")]
+                    entries = re.findall(r'\{\s*"([a-z_]+)",\s*(IN_[A-Z_]+(?:\s*\|\s*IN_[A-Z_]+)*)',
+                                         table)
+                    assert entries, (f, "a directive table without entries")
+                    for name, ctx in entries:
+                        assert name not in found, ("directive in two tables", name)
+                        found[name] = ctx
+                    tables += 1
+    assert tables >= 2, "the core's table and the handler types' tables"
+    return found
 
 
 def test_man_pages_lint_clean_and_list_every_directive(tmpdir):

@@ -4,6 +4,7 @@
  * that none of the table's operations allocates (the Makefile links this test with
  * --wrap=malloc,calloc,realloc,aligned_alloc: every allocation of the library is counted). */
 #include "conn/client_limits.h"
+#include "conf/directives.h"
 #include "test.h"
 
 #include <arpa/inet.h>
@@ -105,14 +106,14 @@ static void test_keys(void)
 static void test_rates(void)
 {
     uint64_t iv = 0;
-    ok(limit_rate_parse("10r/s", &iv) == 0 && iv == S / 10, "10r/s: 100 ms apart");
-    ok(limit_rate_parse("600r/m", &iv) == 0 && iv == S / 10, "600r/m: 100 ms apart");
-    ok(limit_rate_parse("1r/m", &iv) == 0 && iv == 60 * S, "1r/m: a minute apart");
-    ok(limit_rate_parse("1000000r/s", &iv) == 0 && iv == 1000, "1000000r/s: 1 us apart");
+    ok(directive_parse_rate("10r/s", &iv) == 0 && iv == S / 10, "10r/s: 100 ms apart");
+    ok(directive_parse_rate("600r/m", &iv) == 0 && iv == S / 10, "600r/m: 100 ms apart");
+    ok(directive_parse_rate("1r/m", &iv) == 0 && iv == 60 * S, "1r/m: a minute apart");
+    ok(directive_parse_rate("1000000r/s", &iv) == 0 && iv == 1000, "1000000r/s: 1 us apart");
     const char *bad[] = { "", "r/s", "0r/s", "10", "10r", "10r/h", "10 r/s", "10r/s ", "-1r/s",
                           "+1r/s", "1000001r/s", "99999999999999999999r/s", "10R/S", "1.5r/s" };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        ok(limit_rate_parse(bad[i], &iv) < 0, "rate '%s' is refused", bad[i]);
+        ok(directive_parse_rate(bad[i], &iv) < 0, "rate '%s' is refused", bad[i]);
 }
 
 static void test_gcra(void)

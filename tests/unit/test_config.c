@@ -3,6 +3,7 @@
  * naming the file and the line of the mistake. Also: what a valid file sets, and that comments,
  * blank lines and quoted values are counted and read as documented. */
 #include "conf/config.h"
+#include "daemon/setup.h"
 #include "test.h"
 
 #include <fcntl.h>
@@ -32,6 +33,7 @@ static enum config_result load(struct config *cfg, const char *text)
     dup2(efd, 2);
     char arg0[] = "lfhttpd", arg1[] = "--config";
     char *argv[] = { arg0, arg1, conf, NULL };
+    daemon_setup_conf(); /* the handler types' directives, as main() does (once) */
     enum config_result r = config_from_args(cfg, 3, argv);
     fflush(stderr);
     dup2(saved, 2);

@@ -5,6 +5,8 @@
  * a location inherits. */
 #include "conf/config.h"
 #include "conf/site.h"
+#include "daemon/setup.h"
+#include "static/static_conf.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -38,6 +40,7 @@ static bool load(struct config *cfg, const char *name, const char *text)
     fclose(f);
     char arg0[] = "lfhttpd", arg1[] = "--config";
     char *argv[] = { arg0, arg1, path, NULL };
+    daemon_setup_conf(); /* the handler types' directives, as main() does (once) */
     return config_from_args(cfg, 3, argv) == CONFIG_OK;
 }
 
@@ -166,13 +169,13 @@ int main(void)
 
     /* Inheritance: location <- site <- top level <- defaults. */
     is_str(loc(top, "/assets/app.js")->root, dir[0], "a top-level location inherits the root");
-    is_str(loc(top, "/assets/app.js")->cache_control, "assets", "its own cache_control");
-    is_str(loc(top, "/assets/img/a")->cache_control, "img", "a nested prefix has its own");
-    is_str(loc(top, "/")->cache_control, "", "the site's default: no cache_control");
+    is_str(static_conf(loc(top, "/assets/app.js"))->cache_control, "assets", "its own cache_control");
+    is_str(static_conf(loc(top, "/assets/img/a"))->cache_control, "img", "a nested prefix has its own");
+    is_str(static_conf(loc(top, "/"))->cache_control, "", "the site's default: no cache_control");
     is_str(ex->base.root, dir[1], "a server block's own root");
     is_str(loc(ex, "/x/y")->root, dir[1], "its location inherits the server's root");
-    is_int(loc(ex, "/x/y")->etag, 0, "and keeps its own etag off");
-    is_int(ex->base.etag, 1, "the server's etag: the default, on");
+    is_int(static_conf(loc(ex, "/x/y"))->etag, 0, "and keeps its own etag off");
+    is_int(static_conf(&ex->base)->etag, 1, "the server's etag: the default, on");
     is_str(pick(&cfg, "mixed.case.test")->base.root, dir[0],
            "a server without root inherits the top level's");
     const struct loc_conf *css = loc(top, "/a.css");

@@ -1,0 +1,214 @@
+/* compress_conf.c — the compression directives and settings; see compress_conf.h. */
+#include "compress/compress_conf.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/directives.h"
+
+unsigned compress_conf_slot;
+
+/* A compress_types pattern: a media type "type/subtype" without parameters, where the subtype
+ * may hold one star (text/ANY, application/ANY+json). */
+static bool media_pattern_ok(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
+        return false;
+    int stars = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '*' && p > slash)
+            stars++;
+        else if (p != slash && !isalnum((unsigned char)*p) && !strchr("!#$&^_.+-", *p))
+            return false;
+    }
+    return stars <= 1;
+}
+
+/* The patterns and their array (n < 0: unset, nothing but the array to free). */
+static void free_types(char **types, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(types[i]);
+    free(types);
+}
+
+static int d_types(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
+{
+    struct compress_conf *cl = directive_field(d, x);
+    for (int i = 0; i < nargs; i++)
+        if (!media_pattern_ok(args[i])) {
+            fprintf(stderr, "%s: invalid media type '%s' for '%s' (type/subtype, one '*' "
+                            "allowed in the subtype)\n", x->where, args[i], d->name);
+            return -1;
+        }
+    char **types = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof(char *));
+    if (!types)
+        return directive_oom(x);
+    for (int i = 0; i < nargs; i++) {
+        if (!(types[i] = strdup(args[i]))) {
+            free_types(types, i);
+            return directive_oom(x);
+        }
+        for (char *p = types[i]; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+    }
+    free_types(cl->types, cl->ntypes);
+    cl->types = types;
+    cl->ntypes = nargs;
+    return 0;
+}
+
+/* compress_level CODING N */
+static int d_level(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
+{
+    (void)nargs;
+    static const char *const words[] = { "br", "zstd", "gzip", NULL };
+    static const int lo[CODING_COUNT] = { 0, 1, 1 }, hi[CODING_COUNT] = { 11, 19, 9 };
+    int c = directive_one_of(d, x, args[0], words, "a coding: br, zstd or gzip");
+    if (c < 0)
+        return -1;
+    char *end;
+    long v = strtol(args[1], &end, 10);
+    if (!isdigit((unsigned char)args[1][0]) || *end || v < lo[c] || v > hi[c]) {
+        fprintf(stderr, "%s: %s %s takes %d to %d, not '%s'\n", x->where, d->name, words[c],
+                lo[c], hi[c], args[1]);
+        return -1;
+    }
+    ((struct compress_conf *)directive_field(d, x))->level[c] = (int)v;
+    return 0;
+}
+
+/* compress_cache_dir /DIR|off */
+static int d_cache_dir(const struct directive *d, const struct dir_ctx *x, char **args,
+                       int nargs)
+{
+    (void)nargs;
+    return directive_path_or_off(d, x, args[0], "an absolute path");
+}
+
+#define LOC(field) offsetof(struct compress_conf, field)
+#define TOP(field) offsetof(struct compress_top, field)
+#define ONE DIRECTIVE_ONE
+#define NUM DIRECTIVE_NUM
+
+static const struct directive compress_directives[] = {
+    { "compress", IN_ANY, ONE, directive_onoff, LOC(compress), F_INT, 0, 0, 0 },
+    { "compress_types", IN_ANY, 1, 0, "one or more media types", d_types, 0, 0, 0, 0, 0 },
+    { "compress_min_size", IN_ANY, ONE, directive_number,
+      NUM(LOC(min_size), F_I64, U_SIZE, 0, INT64_MAX / 1024) },
+    { "compress_level", IN_ANY, 2, 2, "a coding (br, zstd, gzip) and a level", d_level,
+      0, 0, 0, 0, 0 },
+    { "compress_cache_dir", IN_ANY, ONE, d_cache_dir, LOC(cache_dir), 0, 0, 0, 0 },
+    { "compress_cache_size", IN_ANY, ONE, directive_number,
+      NUM(LOC(cache_size), F_I64, U_SIZE, 64 * 1024, INT64_MAX / 1024) },
+    { "compress_dynamic", IN_ANY, ONE, directive_onoff, LOC(dynamic), F_INT, 0, 0, 0 },
+    { "compress_dynamic_max", IN_TOP, ONE, directive_number,
+      NUM(TOP(dynamic_max), F_UNSIGNED, U_COUNT, 0, 100000) },
+};
+
+/* ---- the blocks' life ------------------------------------------------------------------------ */
+
+static void loc_init(void *b)
+{
+    struct compress_conf *cl = b;
+    cl->compress = -1;
+    cl->ntypes = -1;
+    cl->min_size = -1;
+    for (int i = 0; i < CODING_COUNT; i++)
+        cl->level[i] = -1;
+    cl->cache_size = -1;
+    cl->dynamic = -1;
+}
+
+static void loc_defaults(void *b)
+{
+    static char d_empty[] = "";
+    /* What browsers' audits expect compressed, never what is compressed already (images but
+     * SVG, audio, video, archives, woff/woff2). Levels for compress-once, chosen by
+     * measurement (docs/PERFORMANCE.md, "Compression levels"). */
+    static const char *const d_types[] = {
+        "text/*", "application/javascript", "application/x-javascript", "application/json",
+        "application/*+json", "application/xml", "application/*+xml", "image/svg+xml",
+        "application/wasm", "font/ttf", "font/otf", "font/collection", "font/sfnt",
+        "application/vnd.ms-fontobject",
+    };
+    struct compress_conf *cl = b;
+    cl->compress = 1;
+    cl->types = (char **)(uintptr_t)d_types; /* only read: copied by loc_merge() */
+    cl->ntypes = (int)(sizeof(d_types) / sizeof(d_types[0]));
+    cl->min_size = 1024;
+    cl->level[0] = 11; /* br */
+    cl->level[1] = 19; /* zstd */
+    cl->level[2] = 9;  /* gzip */
+    cl->cache_dir = d_empty;
+    cl->cache_size = 256 * 1024 * 1024;
+    cl->dynamic = 0; /* per-request work: asked for, never assumed */
+}
+
+static int loc_merge(void *b, const void *parent)
+{
+    struct compress_conf *cl = b;
+    const struct compress_conf *p = parent;
+    if (cl->compress < 0)
+        cl->compress = p->compress;
+    if (cl->ntypes < 0) {
+        if (!(cl->types = calloc((size_t)p->ntypes + 1, sizeof(char *))))
+            return -1;
+        cl->ntypes = 0;
+        for (int i = 0; i < p->ntypes; i++) {
+            char *t = strdup(p->types[i]);
+            if (!t)
+                return -1;
+            cl->types[cl->ntypes++] = t;
+        }
+    }
+    if (cl->min_size < 0)
+        cl->min_size = p->min_size;
+    for (int i = 0; i < CODING_COUNT; i++)
+        if (cl->level[i] < 0)
+            cl->level[i] = p->level[i];
+    if (!cl->cache_dir && p->cache_dir && !(cl->cache_dir = strdup(p->cache_dir)))
+        return -1;
+    if (cl->cache_size < 0)
+        cl->cache_size = p->cache_size;
+    if (cl->dynamic < 0)
+        cl->dynamic = p->dynamic;
+    return 0;
+}
+
+/* The admin site: its answers are never compressed on the fly. */
+static void loc_admin(void *b)
+{
+    ((struct compress_conf *)b)->dynamic = 0;
+}
+
+static void loc_free(void *b)
+{
+    struct compress_conf *cl = b;
+    free_types(cl->types, cl->ntypes);
+    free(cl->cache_dir);
+}
+
+static int top_init(void *b)
+{
+    ((struct compress_top *)b)->dynamic_max = 64;
+    return 0;
+}
+
+const struct handler_conf_ops compress_conf_ops = {
+    .name = "compress",
+    .slot = &compress_conf_slot,
+    .directives = compress_directives,
+    .ndirectives = sizeof(compress_directives) / sizeof(compress_directives[0]),
+    .loc_size = sizeof(struct compress_conf),
+    .loc_init = loc_init,
+    .loc_defaults = loc_defaults,
+    .loc_merge = loc_merge,
+    .loc_admin = loc_admin,
+    .loc_free = loc_free,
+    .top_size = sizeof(struct compress_top),
+    .top_init = top_init,
+};

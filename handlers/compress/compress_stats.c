@@ -1,0 +1,66 @@
+/* compress_stats.c — the compressor's counters, written for /server-status and /metrics. */
+#include "compress/compress.h"
+#include "log/stats_writer.h"
+
+static void json(const struct compress_stats *z, struct stats_writer *w)
+{
+    stats_printf(w, "\"compress\":{\"made\":{\"br\":%llu,\"zstd\":%llu,\"gzip\":%llu},"
+                    "\"bytes_in\":%llu,\"bytes_out\":%llu,\"not_smaller\":%llu,\"failed\":%llu,"
+                    "\"disk_hits\":%llu,\"disk_writes\":%llu,\"disk_evictions\":%llu,"
+                    "\"dropped\":%llu,\"queued\":%u,\"running\":%u,",
+                 (unsigned long long)z->made[CODING_BR], (unsigned long long)z->made[CODING_ZSTD],
+                 (unsigned long long)z->made[CODING_GZIP], (unsigned long long)z->bytes_in,
+                 (unsigned long long)z->bytes_out, (unsigned long long)z->not_smaller,
+                 (unsigned long long)z->failed, (unsigned long long)z->disk_hits,
+                 (unsigned long long)z->disk_writes, (unsigned long long)z->disk_evictions,
+                 (unsigned long long)z->dropped, z->queued, z->running);
+    stats_printf(w, "\"dynamic\":{\"made\":{\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
+                    "\"bytes_out\":%llu,\"busy\":%llu,\"failed\":%llu,\"active\":%u}},",
+                 (unsigned long long)z->stream_made[CODING_ZSTD],
+                 (unsigned long long)z->stream_made[CODING_GZIP], (unsigned long long)z->stream_in,
+                 (unsigned long long)z->stream_out, (unsigned long long)z->stream_busy,
+                 (unsigned long long)z->stream_failed, z->stream_active);
+}
+
+static void prometheus(const struct compress_stats *z, struct stats_writer *w)
+{
+    stats_printf(w, "# HELP lfhttpd_compress_variants_total Compressed variants made, by "
+                    "coding.\n# TYPE lfhttpd_compress_variants_total counter\n");
+    for (int i = 0; i < CODING_COUNT; i++)
+        stats_printf(w, "lfhttpd_compress_variants_total{coding=\"%s\"} %llu\n",
+                     coding_names[i], (unsigned long long)z->made[i]);
+    stats_metric(w, "lfhttpd_compress_input_bytes_total", "counter",
+                 "Bytes of the files compressed into variants.", z->bytes_in);
+    stats_metric(w, "lfhttpd_compress_output_bytes_total", "counter",
+                 "Bytes of the variants made.", z->bytes_out);
+    stats_metric(w, "lfhttpd_compress_not_smaller_total", "counter",
+                 "Compressions given up: the result was not smaller.", z->not_smaller);
+    stats_metric(w, "lfhttpd_compress_cache_dir_hits_total", "counter",
+                 "Variants found in compress_cache_dir.", z->disk_hits);
+    stats_metric(w, "lfhttpd_compress_queued", "gauge", "Compression jobs waiting.", z->queued);
+    stats_printf(w, "# HELP lfhttpd_compress_dynamic_responses_total Streamed responses "
+                    "compressed (compress_dynamic), by coding.\n"
+                    "# TYPE lfhttpd_compress_dynamic_responses_total counter\n");
+    for (int i = CODING_ZSTD; i <= CODING_GZIP; i++)
+        stats_printf(w, "lfhttpd_compress_dynamic_responses_total{coding=\"%s\"} %llu\n",
+                     coding_names[i], (unsigned long long)z->stream_made[i]);
+    stats_metric(w, "lfhttpd_compress_dynamic_input_bytes_total", "counter",
+                 "Bytes of streamed bodies compressed.", z->stream_in);
+    stats_metric(w, "lfhttpd_compress_dynamic_output_bytes_total", "counter",
+                 "Bytes they compressed into.", z->stream_out);
+    stats_metric(w, "lfhttpd_compress_dynamic_busy_total", "counter",
+                 "Streamed responses sent identity: compress_dynamic_max were being compressed.",
+                 z->stream_busy);
+    stats_metric(w, "lfhttpd_compress_dynamic_active", "gauge",
+                 "Streamed responses being compressed.", z->stream_active);
+}
+
+void compress_write_stats(void *process, struct stats_writer *w)
+{
+    struct compress_stats z;
+    compress_get_stats(process, &z);
+    if (w->format == STATS_JSON)
+        json(&z, w);
+    else
+        prometheus(&z, w);
+}

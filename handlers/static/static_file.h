@@ -1,0 +1,37 @@
+/* static_file.h — what the static file handler's files share (static_file.c, conditional.c,
+ * range.c, listing.c, representation.c); not an interface for other handlers. */
+#ifndef LF_STATIC_FILE_H
+#define LF_STATIC_FILE_H
+
+#include <stdbool.h>
+
+struct exchange;
+struct fc_entry;
+struct file_cache;
+struct loc_conf;
+struct otf_loc;
+struct response;
+
+/* An instance: one location. */
+struct static_files {
+    const struct loc_conf *lc;
+    struct file_cache *fc;      /* its generation's */
+    struct otf_loc *cl;         /* NULL: no compression on the fly here */
+};
+
+/* Per-request headers: Expires (relative to now). */
+void static_add_expires(struct response *r, const struct loc_conf *lc);
+/* Location headers (add_header, Cache-Control) for answers not built from a cache entry. */
+void static_add_location_headers(struct response *r, const struct loc_conf *lc);
+
+/* Pick the representation of `e` (representation.c): a variant the client accepts (a sibling
+ * the user made, else one compressed on the fly: *otf), or the file. NULL when none is
+ * acceptable (406). */
+struct fc_entry *static_representation(struct static_files *sf, struct exchange *ex,
+                                      struct fc_entry *e, bool *otf);
+
+/* An HTML (or JSON, for Accept: application/json) listing of the directory ex->path, written
+ * into an anonymous file and sent from it (listing.c). */
+int static_list_directory(struct exchange *ex);
+
+#endif
