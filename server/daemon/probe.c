@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 int probe_requested(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -85,18 +87,11 @@ bad:
     return -1;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for `events` on fd until the deadline; 1 ready, 0 timed out, -1 error. */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - clock_exact_ms();
         if (left <= 0)
             return 0;
         struct pollfd pfd = { .fd = fd, .events = events };
@@ -149,7 +144,7 @@ static int probe(const char *url)
         fprintf(stderr, "lfhttpd: --probe %s: %s\n", url, err);
         return 2;
     }
-    int64_t deadline = mono_ms() + PROBE_TIMEOUT_MS;
+    int64_t deadline = clock_exact_ms() + PROBE_TIMEOUT_MS;
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(host, port, &hints, &res);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conf/config.h"
 #include "lf/handle_set.h"
 #include "log/log.h"
@@ -45,14 +46,6 @@ struct config_watch {
     _Atomic int64_t due;    /* monotonic ms at which to reload; 0: nothing pending */
     _Atomic int64_t first;  /* the first event of the pending burst */
 };
-
-/* The tick's clock (server.c's now_ms): the debounce compares times taken by both. */
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool kubelet_name(const char *name)
 {
@@ -125,7 +118,7 @@ static void on_inotify(struct event_handler *eh, uint32_t events, struct worker 
         pthread_mutex_unlock(&w->lock);
     }
     if (hit)
-        schedule(w, mono_ms());
+        schedule(w, clock_now_ms()); /* the tick's clock too: the debounce compares both */
     if (round == 8)
         hs_more(w->hs, eh, EPOLLIN); /* edge mode: not read to empty */
     hs_rearm(w->hs, eh, EPOLLIN);
