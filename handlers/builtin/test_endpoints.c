@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 
+#include "base/hex.h"
 #include "builtin/builtin.h"
 #include "exchange/handler.h"
 #include "exchange/exchange.h"
@@ -180,14 +181,6 @@ static bool parse_seconds_ms(const char *s, size_t len, unsigned max_ms, unsigne
     return true;
 }
 
-static int hexval(int c)
-{
-    return c >= '0' && c <= '9' ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-}
-
 /* Decode a query component: %XX and '+' (space). Returns the length, or -1 when malformed or
  * too long. The result may contain any byte (callers validate). */
 static ssize_t query_decode(const char *in, size_t len, char *out, size_t cap)
@@ -199,7 +192,7 @@ static ssize_t query_decode(const char *in, size_t len, char *out, size_t cap)
         if (in[i] == '%') {
             if (i + 2 >= len)
                 return -1;
-            int hi = hexval((unsigned char)in[i + 1]), lo = hexval((unsigned char)in[i + 2]);
+            int hi = hex_value((unsigned char)in[i + 1]), lo = hex_value((unsigned char)in[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             out[o++] = (char)(hi * 16 + lo);

@@ -14,6 +14,7 @@
 #include "http/http_response.h"
 #include "log/log.h"
 #include "log/logfile.h"
+#include "base/hex.h"
 #include "base/netaddr.h"
 #include "conf/runtime.h"
 
@@ -131,14 +132,13 @@ static void put_clf(struct line *l, struct strview v, size_t budget)
         put(l, "-", 1);
         return;
     }
-    static const char hex[] = "0123456789ABCDEF";
     size_t start = l->len;
     for (size_t i = 0; i < v.len; i++) {
         if (l->len - start + 4 > budget)
             return; /* shortened: still a prefix of the escaped field */
         unsigned char c = (unsigned char)v.ptr[i];
         if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
-            char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+            char esc[4] = { '\\', 'x', hex_upper(c >> 4), hex_upper(c) };
             put(l, esc, 4);
         } else {
             put(l, (const char *)&v.ptr[i], 1);

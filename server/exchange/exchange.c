@@ -19,6 +19,7 @@
 #include "exchange/access_log.h"
 #include "exchange/auth_basic.h"
 #include "base/carry.h"
+#include "base/hex.h"
 #include "conn/client_limits.h"
 #include "exchange/handler.h"
 #include "http/http_date.h"
@@ -451,13 +452,7 @@ static int stream_piece(struct exchange *ex, const void *data, size_t len, bool 
     int n = 0;
     ex->body_bytes += len;
     if (chunked && len) {
-        static const char digits[] = "0123456789abcdef";
-        size_t hl = 0;
-        char tmp[16];
-        for (size_t v = len; v; v >>= 4)
-            tmp[hl++] = digits[v & 15];
-        for (size_t i = 0; i < hl; i++)
-            hex[i] = tmp[hl - 1 - i];
+        size_t hl = hex_format_u64(len, hex);
         hex[hl++] = '\r';
         hex[hl++] = '\n';
         iov[n++] = (struct iovec){ hex, hl };

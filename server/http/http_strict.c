@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/hex.h"
+
 bool http_has_obs_fold(const char *data, size_t len)
 {
     const char *p = data, *end = data + len;
@@ -15,11 +17,6 @@ bool http_has_obs_fold(const char *data, size_t len)
         p = lf + 1;
     }
     return false;
-}
-
-static bool is_hex(unsigned char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
 static bool is_digit(unsigned char c)
@@ -50,7 +47,7 @@ bool http_host_valid(const char *h, size_t len)
         /* IP-literal: hex digits, ':' and '.' (embedded IPv4) up to the closing bracket.
          * IPvFuture and zone identifiers are not accepted. */
         i = 1;
-        while (i < len && (is_hex((unsigned char)h[i]) || h[i] == ':' || h[i] == '.'))
+        while (i < len && (hex_is_digit((unsigned char)h[i]) || h[i] == ':' || h[i] == '.'))
             i++;
         if (i == 1 || i >= len || h[i] != ']')
             return false;
@@ -63,8 +60,8 @@ bool http_host_valid(const char *h, size_t len)
                 break;
             unsigned char c = (unsigned char)h[i];
             if (c == '%') {
-                if (i + 2 >= len || !is_hex((unsigned char)h[i + 1]) ||
-                    !is_hex((unsigned char)h[i + 2]))
+                if (i + 2 >= len || !hex_is_digit((unsigned char)h[i + 1]) ||
+                    !hex_is_digit((unsigned char)h[i + 2]))
                     return false;
                 i += 3;
             } else if (is_reg_name_char(c)) {
