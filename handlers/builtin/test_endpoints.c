@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 
 #include "base/hex.h"
+#include "base/netaddr.h"
 #include "builtin/builtin.h"
 #include "exchange/handler.h"
 #include "exchange/exchange.h"
@@ -358,12 +359,8 @@ static int ep_echo(struct tests *ts, struct exchange *ex)
         return ex_error(ex, 503);
     }
     char addr[INET6_ADDRSTRLEN + 16];
-    const struct in6_addr *a6 = &ex->peer_addr;
     char ip[INET6_ADDRSTRLEN];
-    if (IN6_IS_ADDR_V4MAPPED(a6))
-        inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof(ip));
-    else
-        inet_ntop(AF_INET6, a6, ip, sizeof(ip));
+    netaddr_format(&ex->peer_addr, ip, sizeof(ip));
     snprintf(addr, sizeof(addr), "%s", ip);
     char ver[16];
     snprintf(ver, sizeof(ver), "HTTP/%u.%u", req->http_major, req->http_minor);

@@ -6,15 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/hostport.h"
 #include "http/http_request.h"
-
-static void map_v4(const struct in_addr *v4, struct in6_addr *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->s6_addr[10] = 0xff;
-    out->s6_addr[11] = 0xff;
-    memcpy(&out->s6_addr[12], v4, 4);
-}
 
 bool netaddr_parse(const char *s, size_t len, struct in6_addr *out)
 {
@@ -25,7 +18,7 @@ bool netaddr_parse(const char *s, size_t len, struct in6_addr *out)
     buf[len] = '\0';
     struct in_addr v4;
     if (inet_pton(AF_INET, buf, &v4) == 1) {
-        map_v4(&v4, out);
+        netaddr_map_v4(&v4, out);
         return true;
     }
     return inet_pton(AF_INET6, buf, out) == 1;
@@ -130,12 +123,9 @@ static bool parse_forwarded_for(struct strview v, struct in6_addr *out)
         v.ptr++;
         v.len -= 2;
     }
-    if (v.len && v.ptr[0] == '[') {
-        const char *rb = memchr(v.ptr, ']', v.len);
-        return rb && netaddr_parse(v.ptr + 1, (size_t)(rb - v.ptr - 1), out);
-    }
-    const char *colon = memchr(v.ptr, ':', v.len);
-    return netaddr_parse(v.ptr, colon ? (size_t)(colon - v.ptr) : v.len, out);
+    struct hostport hp;
+    hostport_split(v.ptr, v.len, &hp); /* what follows "[v6]" is not looked at */
+    return hp.name.ptr && netaddr_parse(hp.name.ptr, hp.name.len, out);
 }
 
 /* Extract the for= parameter of one Forwarded element ("for=1.2.3.4;proto=https"). */

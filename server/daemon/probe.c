@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/hostport.h"
 
 int probe_requested(int argc, char **argv)
 {
@@ -35,31 +36,19 @@ int probe_parse_url(const char *url, char *host, size_t hostcap, char *port, siz
     }
     const char *p = url + 7;
     const char *end = p + strcspn(p, "/?#");
-    const char *hend, *pstart = NULL;
-    if (*p == '[') {
-        hend = memchr(p, ']', (size_t)(end - p));
-        if (!hend) {
-            snprintf(err, errcap, "unterminated [IPv6] address");
-            return -1;
-        }
-        p++;
-        if (hend[1] == ':')
-            pstart = hend + 2;
-        else if (hend + 1 != end)
-            goto bad;
-    } else {
-        hend = memchr(p, ':', (size_t)(end - p));
-        if (hend)
-            pstart = hend + 1;
-        else
-            hend = end;
+    struct hostport hp;
+    bool well_formed = hostport_split(p, (size_t)(end - p), &hp);
+    if (!hp.name.ptr) {
+        snprintf(err, errcap, "unterminated [IPv6] address");
+        return -1;
     }
-    size_t hl = (size_t)(hend - p);
-    if (hl == 0 || hl >= hostcap)
+    size_t hl = hp.name.len;
+    if (!well_formed || hl == 0 || hl >= hostcap)
         goto bad;
-    memcpy(host, p, hl);
+    memcpy(host, hp.name.ptr, hl);
     host[hl] = '\0';
-    size_t pl = pstart ? (size_t)(end - pstart) : 0;
+    const char *pstart = hp.port.ptr;
+    size_t pl = hp.port.len;
     if (pstart && (pl == 0 || pl > 5 || pl >= portcap || strspn(pstart, "0123456789") < pl))
         goto bad;
     if (pstart) {
