@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 
 #include "base/hex.h"
+#include "base/json.h"
 #include "base/netaddr.h"
 #include "builtin/builtin.h"
 #include "exchange/handler.h"

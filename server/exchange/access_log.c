@@ -15,6 +15,7 @@
 #include "log/log.h"
 #include "log/logfile.h"
 #include "base/hex.h"
+#include "base/json.h"
 #include "base/netaddr.h"
 #include "conf/runtime.h"
 
@@ -150,23 +151,10 @@ static void put_clf(struct line *l, struct strview v, size_t budget)
  * the line is valid JSON even when the input is not UTF-8. */
 static void put_json(struct line *l, struct strview v, size_t budget)
 {
-    static const char hex[] = "0123456789abcdef";
     put(l, "\"", 1);
-    size_t start = l->len;
-    for (size_t i = 0; v.ptr && i < v.len; i++) {
-        if (l->len - start + 6 > budget)
-            break; /* shortened: still a prefix of the escaped field */
-        unsigned char c = (unsigned char)v.ptr[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = { '\\', (char)c };
-            put(l, esc, 2);
-        } else if (c < 0x20 || c >= 0x7f) {
-            char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-            put(l, esc, 6);
-        } else {
-            put(l, (const char *)&v.ptr[i], 1);
-        }
-    }
+    size_t room = sizeof(l->buf) - 2 - l->len; /* put()'s bound */
+    /* a longer field is shortened: still a prefix of the escaped field */
+    json_escape(l->buf, l->len + (budget < room ? budget : room), &l->len, v.ptr, v.len);
     put(l, "\"", 1);
 }
 
