@@ -194,10 +194,10 @@ static ssize_t query_decode(const char *in, size_t len, char *out, size_t cap)
         if (in[i] == '%') {
             if (i + 2 >= len)
                 return -1;
-            int hi = hex_value((unsigned char)in[i + 1]), lo = hex_value((unsigned char)in[i + 2]);
-            if (hi < 0 || lo < 0)
+            int c = hex_pair(in + i + 1);
+            if (c < 0)
                 return -1;
-            out[o++] = (char)(hi * 16 + lo);
+            out[o++] = (char)c;
             i += 2;
         } else {
             out[o++] = in[i] == '+' ? ' ' : in[i];

@@ -39,6 +39,13 @@ static inline bool hex_is_digit(unsigned char c)
     return hex_value(c) >= 0;
 }
 
+/* The byte of the two hex digits at p ("%XX" without its '%'), or -1 when either is not one. */
+static inline int hex_pair(const char *p)
+{
+    int hi = hex_value((unsigned char)p[0]), lo = hex_value((unsigned char)p[1]);
+    return hi < 0 || lo < 0 ? -1 : hi << HEX_DIGIT_BITS | lo;
+}
+
 /* v in lowercase hex without leading zeros ("0" for 0), not NUL-terminated; out holds at least
  * HEX_U64_MAX bytes. Returns the length. */
 #define HEX_U64_MAX 16

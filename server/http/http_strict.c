@@ -60,8 +60,7 @@ bool http_host_valid(const char *h, size_t len)
                 break;
             unsigned char c = (unsigned char)h[i];
             if (c == '%') {
-                if (i + 2 >= len || !hex_is_digit((unsigned char)h[i + 1]) ||
-                    !hex_is_digit((unsigned char)h[i + 2]))
+                if (i + 2 >= len || hex_pair(h + i + 1) < 0)
                     return false;
                 i += 3;
             } else if (is_reg_name_char(c)) {

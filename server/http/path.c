@@ -25,15 +25,10 @@
  * Returns the byte value or -EINVAL. */
 static int path_decode_escape(const char *in, size_t len, size_t i)
 {
-    int hi, lo;
-
     if (len - i < 3)
         return -EINVAL;
-    hi = hex_value((unsigned char)in[i + 1]);
-    lo = hex_value((unsigned char)in[i + 2]);
-    if (hi < 0 || lo < 0)
-        return -EINVAL;
-    return hi << 4 | lo;
+    int c = hex_pair(in + i + 1);
+    return c < 0 ? -EINVAL : c;
 }
 
 /* True if decoded byte c may appear in a path. */
@@ -70,8 +65,7 @@ static unsigned char path_prev_byte(const char *in, size_t *end)
 
     if (e >= 3 && in[e - 3] == '%') {
         *end = e - 3;
-        return (unsigned char)(hex_value((unsigned char)in[e - 2]) << 4 |
-                               hex_value((unsigned char)in[e - 1]));
+        return (unsigned char)hex_pair(in + e - 2);
     }
     *end = e - 1;
     return (unsigned char)in[e - 1];

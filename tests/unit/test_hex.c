@@ -41,6 +41,9 @@ int main(void)
               hex_value((unsigned char)hex_upper(v)) == (int)v;
     ok(all, "every digit decodes back to its value");
 
+    ok(hex_pair("41") == 0x41 && hex_pair("fF") == 0xff && hex_pair("00") == 0, "hex_pair");
+    ok(hex_pair("4g") == -1 && hex_pair("g4") == -1 && hex_pair("4") == -1,
+       "hex_pair: -1 unless both are digits (the NUL is not one)");
     ok(formats_as(0, "0"), "0 is \"0\"");
     ok(formats_as(1, "1"), "1");
     ok(formats_as(15, "f"), "15 is f");
