@@ -14,6 +14,7 @@
 #include "http/http_response.h"
 #include "log/log.h"
 #include "log/logfile.h"
+#include "base/fmt.h"
 #include "base/hex.h"
 #include "base/json.h"
 #include "base/netaddr.h"
@@ -172,12 +173,6 @@ struct stamp {
     char iso[21];   /* 2026-11-23T19:18:43Z */
 };
 
-static void put2(char *p, int v)
-{
-    p[0] = (char)('0' + v / 10 % 10);
-    p[1] = (char)('0' + v % 10);
-}
-
 static const struct stamp *stamp_now(void)
 {
     static _Thread_local struct stamp st = { .sec = -1 };
@@ -189,21 +184,21 @@ static const struct stamp *stamp_now(void)
     gmtime_r(&now, &tm);
     int y = tm.tm_year + 1900;
     memcpy(st.clf, "dd/Mon/yyyy:hh:mm:ss +0000", 26);
-    put2(st.clf, tm.tm_mday);
+    fmt_2digits(st.clf, tm.tm_mday);
     memcpy(st.clf + 3, mon + 3 * tm.tm_mon, 3);
-    put2(st.clf + 7, y / 100);
-    put2(st.clf + 9, y % 100);
-    put2(st.clf + 12, tm.tm_hour);
-    put2(st.clf + 15, tm.tm_min);
-    put2(st.clf + 18, tm.tm_sec);
+    fmt_2digits(st.clf + 7, y / 100);
+    fmt_2digits(st.clf + 9, y % 100);
+    fmt_2digits(st.clf + 12, tm.tm_hour);
+    fmt_2digits(st.clf + 15, tm.tm_min);
+    fmt_2digits(st.clf + 18, tm.tm_sec);
     memcpy(st.iso, "yyyy-mm-ddThh:mm:ssZ", 20);
-    put2(st.iso, y / 100);
-    put2(st.iso + 2, y % 100);
-    put2(st.iso + 5, tm.tm_mon + 1);
-    put2(st.iso + 8, tm.tm_mday);
-    put2(st.iso + 11, tm.tm_hour);
-    put2(st.iso + 14, tm.tm_min);
-    put2(st.iso + 17, tm.tm_sec);
+    fmt_2digits(st.iso, y / 100);
+    fmt_2digits(st.iso + 2, y % 100);
+    fmt_2digits(st.iso + 5, tm.tm_mon + 1);
+    fmt_2digits(st.iso + 8, tm.tm_mday);
+    fmt_2digits(st.iso + 11, tm.tm_hour);
+    fmt_2digits(st.iso + 14, tm.tm_min);
+    fmt_2digits(st.iso + 17, tm.tm_sec);
     st.sec = now;
     return &st;
 }

@@ -1,0 +1,40 @@
+/* test_fmt.c — unit tests for server/base/fmt.h: decimal numbers without printf. */
+#include "base/fmt.h"
+#include "test.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool formats_as_printf(uint64_t v)
+{
+    char got[FMT_U64_MAX + 1], want[32];
+    size_t n = fmt_u64(got, v);
+    snprintf(want, sizeof(want), "%" PRIu64, v);
+    return n == strlen(want) && memcmp(got, want, n) == 0;
+}
+
+int main(void)
+{
+    static const uint64_t values[] = { 0, 1, 9, 10, 99, 100, 4096, 65535, 1000000007,
+                                       UINT64_C(1) << 32, UINT64_MAX / 10, UINT64_MAX };
+    bool all = true;
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+        all = all && formats_as_printf(values[i]);
+    for (uint64_t v = 1; v < UINT64_MAX / 3; v = v * 3 + 1)
+        all = all && formats_as_printf(v) && formats_as_printf(v - 1);
+    ok(all, "fmt_u64 writes what printf's %%" PRIu64 " does");
+    char buf[FMT_U64_MAX + 2];
+    memset(buf, 'x', sizeof(buf));
+    ok(fmt_u64(buf, UINT64_MAX) == FMT_U64_MAX && buf[FMT_U64_MAX] == 'x',
+       "the largest is FMT_U64_MAX digits, nothing written after them");
+
+    char two[3] = { 0 };
+    fmt_2digits(two, 7);
+    is_str(two, "07", "fmt_2digits: a leading zero");
+    fmt_2digits(two, 59);
+    is_str(two, "59", "two digits");
+    fmt_2digits(two, 2026);
+    is_str(two, "26", "only the last two");
+    return done_testing();
+}
