@@ -6,7 +6,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "base/hostport.h"
 #include "http/http_request.h"
 
 bool netaddr_parse(const char *s, size_t len, struct in6_addr *out)
@@ -123,9 +122,12 @@ static bool parse_forwarded_for(struct strview v, struct in6_addr *out)
         v.ptr++;
         v.len -= 2;
     }
-    struct hostport hp;
-    hostport_split(v.ptr, v.len, &hp); /* what follows "[v6]" is not looked at */
-    return hp.name.ptr && netaddr_parse(hp.name.ptr, hp.name.len, out);
+    if (v.len && v.ptr[0] == '[') {
+        const char *rb = memchr(v.ptr, ']', v.len);
+        return rb && netaddr_parse(v.ptr + 1, (size_t)(rb - v.ptr - 1), out);
+    }
+    const char *colon = memchr(v.ptr, ':', v.len);
+    return netaddr_parse(v.ptr, colon ? (size_t)(colon - v.ptr) : v.len, out);
 }
 
 /* Extract the for= parameter of one Forwarded element ("for=1.2.3.4;proto=https"). */

@@ -27,9 +27,9 @@
 #include <unistd.h>
 
 #include "base/carry.h"
-#include "base/netaddr.h"
 #include "conn/client_limits.h"
 #include "lf/handle_set.h"
+#include "base/netaddr.h"
 #include "http/http_parser.h"
 #include "log/log.h"
 #include "http/proxy_protocol.h"

@@ -47,6 +47,12 @@ struct config_watch {
     _Atomic int64_t first;  /* the first event of the pending burst */
 };
 
+/* The tick's clock (clock.h): the debounce compares times taken by both. */
+static int64_t mono_ms(void)
+{
+    return clock_now_ms();
+}
+
 static bool kubelet_name(const char *name)
 {
     return name[0] == '.' && name[1] == '.'; /* ..data, ..2026_01_01_00_00_00.123, ..data_tmp */
@@ -118,7 +124,7 @@ static void on_inotify(struct event_handler *eh, uint32_t events, struct worker 
         pthread_mutex_unlock(&w->lock);
     }
     if (hit)
-        schedule(w, clock_now_ms()); /* the tick's clock too: the debounce compares both */
+        schedule(w, mono_ms());
     if (round == 8)
         hs_more(w->hs, eh, EPOLLIN); /* edge mode: not read to empty */
     hs_rearm(w->hs, eh, EPOLLIN);
