@@ -27,6 +27,7 @@
 #include "builtin/builtin.h"
 #include "exchange/handler.h"
 #include "exchange/exchange.h"
+#include "http/http_strict.h"
 #include "conf/site.h"
 
 #define BYTES_MAX (100ull * 1024 * 1024)
@@ -524,26 +525,6 @@ static bool reserved_header(const char *name)
     return false;
 }
 
-static bool token_ok(const char *s, size_t n)
-{
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("!#$%&'*+-.^_`|~", s[i]))
-            return false;
-    return true;
-}
-
-static bool value_ok(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return false;
-    }
-    return true;
-}
-
 /* One parameter of /headers, decoded and checked. Returns NULL or why it is refused. */
 static const char *header_param(struct strview qn, struct strview qv, char name[65], size_t *nl,
                                 char value[1025], size_t *vl)
@@ -555,9 +536,9 @@ static const char *header_param(struct strview qn, struct strview qv, char name[
     name[n] = value[v] = '\0';
     *nl = (size_t)n;
     *vl = (size_t)v;
-    if (!token_ok(name, *nl))
+    if (!http_token_valid(name, *nl))
         return "header names must be tokens";
-    if (!value_ok(value, *vl))
+    if (!http_field_value_valid(value, *vl))
         return "header values must not contain control characters";
     if (reserved_header(name))
         return "that header is managed by the server";

@@ -4,25 +4,7 @@
 #include <ctype.h>
 #include <string.h>
 
-static bool is_token(struct strview s)
-{
-    if (!s.len)
-        return false;
-    for (size_t i = 0; i < s.len; i++)
-        if (!isalnum((unsigned char)s.ptr[i]) && !strchr("!#$%&'*+-.^_`|~", s.ptr[i]))
-            return false;
-    return true;
-}
-
-static bool value_ok(struct strview s)
-{
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return false;
-    }
-    return true;
-}
+#include "http/http_strict.h"
 
 static bool dropped(struct strview n)
 {
@@ -70,11 +52,11 @@ int cgi_parse_head(const char *buf, size_t len, struct cgi_head *h, const char *
         }
         struct strview name = { line.ptr, (size_t)(colon - line.ptr) };
         struct strview value = sv_trim((struct strview){ colon + 1, line.len - name.len - 1 });
-        if (!is_token(name)) {
+        if (!http_token_valid(name.ptr, name.len)) {
             *why = "invalid header name";
             return -1;
         }
-        if (!value_ok(value)) {
+        if (!http_field_value_valid(value.ptr, value.len)) {
             *why = "control character in a header value";
             return -1;
         }

@@ -19,6 +19,26 @@ bool http_has_obs_fold(const char *data, size_t len)
     return false;
 }
 
+bool http_token_valid(const char *s, size_t len)
+{
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!http_is_tchar((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+bool http_field_value_valid(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
 static bool is_digit(unsigned char c)
 {
     return c >= '0' && c <= '9';
