@@ -1,11 +1,10 @@
-/* hex.h — hexadecimal digits, both ways: for escapes (%XX, \xXX, \u00XX), chunk sizes and
- * digests, and for decoding percent-escapes. Inline: most callers run once per byte. */
+/* hex.h — hexadecimal digits, both ways: for escapes (%XX, \xXX, \u00XX) and digests, and
+ * for decoding percent-escapes. Inline: most callers run once per byte. (Whole numbers in hex,
+ * for chunk sizes: fmt.h.) */
 #ifndef LF_HEX_H
 #define LF_HEX_H
 
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
 #define HEX_DIGIT_BITS 4
 #define HEX_DIGIT_MASK 15
@@ -45,10 +44,5 @@ static inline int hex_pair(const char *p)
     int hi = hex_value((unsigned char)p[0]), lo = hex_value((unsigned char)p[1]);
     return hi < 0 || lo < 0 ? -1 : hi << HEX_DIGIT_BITS | lo;
 }
-
-/* v in lowercase hex without leading zeros ("0" for 0), not NUL-terminated; out holds at least
- * HEX_U64_MAX bytes. Returns the length. */
-#define HEX_U64_MAX 16
-size_t hex_format_u64(uint64_t v, char *out);
 
 #endif

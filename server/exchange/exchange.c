@@ -19,7 +19,7 @@
 #include "exchange/access_log.h"
 #include "exchange/auth_basic.h"
 #include "base/carry.h"
-#include "base/hex.h"
+#include "base/fmt.h"
 #include "base/hostport.h"
 #include "conn/client_limits.h"
 #include "exchange/handler.h"
@@ -453,7 +453,7 @@ static int stream_piece(struct exchange *ex, const void *data, size_t len, bool 
     int n = 0;
     ex->body_bytes += len;
     if (chunked && len) {
-        size_t hl = hex_format_u64(len, hex);
+        size_t hl = fmt_hex_u64(hex, len);
         hex[hl++] = '\r';
         hex[hl++] = '\n';
         iov[n++] = (struct iovec){ hex, hl };

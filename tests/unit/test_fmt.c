@@ -1,4 +1,4 @@
-/* test_fmt.c — unit tests for server/base/fmt.h: decimal numbers without printf. */
+/* test_fmt.c — unit tests for server/base/fmt.h: numbers without printf. */
 #include "base/fmt.h"
 #include "test.h"
 
@@ -14,20 +14,36 @@ static bool formats_as_printf(uint64_t v)
     return n == strlen(want) && memcmp(got, want, n) == 0;
 }
 
+static bool hex_as_printf(uint64_t v)
+{
+    char got[FMT_HEX_U64_MAX + 1], want[32];
+    size_t n = fmt_hex_u64(got, v);
+    snprintf(want, sizeof(want), "%" PRIx64, v);
+    return n == strlen(want) && memcmp(got, want, n) == 0;
+}
+
 int main(void)
 {
     static const uint64_t values[] = { 0, 1, 9, 10, 99, 100, 4096, 65535, 1000000007,
                                        UINT64_C(1) << 32, UINT64_MAX / 10, UINT64_MAX };
     bool all = true;
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
-        all = all && formats_as_printf(values[i]);
+        all = all && formats_as_printf(values[i]) && hex_as_printf(values[i]);
     for (uint64_t v = 1; v < UINT64_MAX / 3; v = v * 3 + 1)
-        all = all && formats_as_printf(v) && formats_as_printf(v - 1);
-    ok(all, "fmt_u64 writes what printf's %%" PRIu64 " does");
+        all = all && formats_as_printf(v) && formats_as_printf(v - 1) && hex_as_printf(v) &&
+              hex_as_printf(v - 1);
+    ok(all, "fmt_u64 and fmt_hex_u64 write what printf's %%" PRIu64 " and %%" PRIx64 " do");
     char buf[FMT_U64_MAX + 2];
     memset(buf, 'x', sizeof(buf));
     ok(fmt_u64(buf, UINT64_MAX) == FMT_U64_MAX && buf[FMT_U64_MAX] == 'x',
        "the largest is FMT_U64_MAX digits, nothing written after them");
+    memset(buf, 'x', sizeof(buf));
+    ok(fmt_hex_u64(buf, UINT64_MAX) == FMT_HEX_U64_MAX && buf[FMT_HEX_U64_MAX] == 'x',
+       "in hex FMT_HEX_U64_MAX digits");
+    memset(buf, 'x', sizeof(buf));
+    ok(fmt_hex_u64(buf, 0x4000) == 4 && !memcmp(buf, "4000", 4) && fmt_hex_u64(buf, 0) == 1 &&
+           buf[0] == '0',
+       "a 16 KiB chunk is 4000, an empty one 0");
 
     char two[3] = { 0 };
     fmt_2digits(two, 7);
