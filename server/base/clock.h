@@ -14,39 +14,38 @@
 
 #define CLOCK_NS_PER_US 1000
 #define CLOCK_NS_PER_MS 1000000
-#define CLOCK_MS_PER_S 1000
 #define CLOCK_NS_PER_S UINT64_C(1000000000)
+
+/* Nanoseconds on `id`. */
+static inline uint64_t clock_ns_on(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * CLOCK_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
 
 /* Coarse milliseconds. */
 static inline int64_t clock_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * CLOCK_MS_PER_S + ts.tv_nsec / CLOCK_NS_PER_MS;
+    return (int64_t)(clock_ns_on(CLOCK_MONOTONIC_COARSE) / CLOCK_NS_PER_MS);
 }
 
 /* Coarse nanoseconds (a multiple of the tick). */
 static inline uint64_t clock_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * CLOCK_NS_PER_S + (uint64_t)ts.tv_nsec;
+    return clock_ns_on(CLOCK_MONOTONIC_COARSE);
 }
 
 /* Exact milliseconds. */
 static inline int64_t clock_exact_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * CLOCK_MS_PER_S + ts.tv_nsec / CLOCK_NS_PER_MS;
+    return (int64_t)(clock_ns_on(CLOCK_MONOTONIC) / CLOCK_NS_PER_MS);
 }
 
 /* Exact nanoseconds. */
 static inline uint64_t clock_exact_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * CLOCK_NS_PER_S + (uint64_t)ts.tv_nsec;
+    return clock_ns_on(CLOCK_MONOTONIC);
 }
 
 #endif
