@@ -6,6 +6,16 @@
 
 #include "http/http_strict.h"
 
+static bool is_token(struct strview s)
+{
+    return http_token_valid(s.ptr, s.len);
+}
+
+static bool value_ok(struct strview s)
+{
+    return http_field_value_valid(s.ptr, s.len);
+}
+
 static bool dropped(struct strview n)
 {
     static const char *const names[] = { "connection", "keep-alive", "transfer-encoding", "te",
@@ -52,11 +62,11 @@ int cgi_parse_head(const char *buf, size_t len, struct cgi_head *h, const char *
         }
         struct strview name = { line.ptr, (size_t)(colon - line.ptr) };
         struct strview value = sv_trim((struct strview){ colon + 1, line.len - name.len - 1 });
-        if (!http_token_valid(name.ptr, name.len)) {
+        if (!is_token(name)) {
             *why = "invalid header name";
             return -1;
         }
-        if (!http_field_value_valid(value.ptr, value.len)) {
+        if (!value_ok(value)) {
             *why = "control character in a header value";
             return -1;
         }

@@ -125,6 +125,27 @@ fail:;
     return -1;
 }
 
+/* Send buf[0..len) before the deadline. 0, or -1 once the reason is reported. */
+static int send_all(int fd, const char *buf, size_t len, int64_t deadline, const char *url)
+{
+    size_t sent = 0;
+    while (sent < len) {
+        ssize_t w = send(fd, buf + sent, len - sent, MSG_NOSIGNAL);
+        if (w > 0) {
+            sent += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, deadline) > 0)
+            continue;
+        fprintf(stderr, "lfhttpd: --probe %s: send: %s\n", url,
+                w < 0 && errno != EAGAIN ? strerror(errno) : "timed out");
+        return -1;
+    }
+    return 0;
+}
+
 static int probe(const char *url)
 {
     char host[256], port[8], err[128];
@@ -162,19 +183,7 @@ static int probe(const char *url)
         fprintf(stderr, "lfhttpd: --probe %s: URL too long\n", url);
         return 2;
     }
-    size_t sent = 0;
-    while (sent < (size_t)n) {
-        ssize_t w = send(fd, request + sent, (size_t)n - sent, MSG_NOSIGNAL);
-        if (w > 0) {
-            sent += (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, deadline) > 0)
-            continue;
-        fprintf(stderr, "lfhttpd: --probe %s: send: %s\n", url,
-                w < 0 && errno != EAGAIN ? strerror(errno) : "timed out");
+    if (send_all(fd, request, (size_t)n, deadline, url) < 0) {
         close(fd);
         return 1;
     }
