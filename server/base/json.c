@@ -30,16 +30,33 @@ static size_t escape_byte(unsigned char c, char *esc)
     return ESCAPE_MAX;
 }
 
+/* Bytes that stand for themselves. */
+static inline bool plain(unsigned char c)
+{
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
 size_t json_escape(char *out, size_t cap, size_t *pos, const char *s, size_t len)
 {
-    size_t p = *pos, i;
-    for (i = 0; i < len; i++) {
-        char esc[ESCAPE_MAX];
-        size_t n = escape_byte((unsigned char)s[i], esc);
-        if (cap - p < n)
-            break;
-        memcpy(out + p, esc, n);
+    size_t p = *pos, i = 0;
+    while (i < len) {
+        /* A run of plain bytes is copied at once: most fields are nothing else. */
+        size_t run = i;
+        while (run < len && plain((unsigned char)s[run]))
+            run++;
+        size_t n = run - i < cap - p ? run - i : cap - p;
+        memcpy(out + p, s + i, n);
         p += n;
+        i += n;
+        if (i < run || i == len)
+            break; /* out of room, or done */
+        char esc[ESCAPE_MAX];
+        size_t e = escape_byte((unsigned char)s[i], esc);
+        if (cap - p < e)
+            break;
+        memcpy(out + p, esc, e);
+        p += e;
+        i++;
     }
     *pos = p;
     return i;
