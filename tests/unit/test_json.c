@@ -39,6 +39,8 @@ int main(void)
     ok(took == 4, "4 taken");
     is_str(esc(S("\xff\xff"), 11, &took), "\\u00ff", "a \\u00XX needs 6 bytes");
     ok(took == 1, "1 taken");
+    is_str(esc(S("abcdef\"g"), 3, &took), "abc", "a run of plain bytes cut by the room");
+    ok(took == 3, "3 taken");
     is_str(esc(S("abc"), 0, &took), "", "no room at all");
     ok(took == 0, "0 taken");
 
