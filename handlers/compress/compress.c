@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,6 @@
 #include <zstd.h>
 
 #include "base/digest.h"
-#include "base/threads.h"
 #include "exchange/handler.h"
 #include "log/log.h"
 #include "conf/runtime.h"
@@ -902,9 +902,19 @@ static struct compressor *compressor_start(_Atomic(void *) *process, char *err, 
     }
     pthread_mutex_init(&cz->lock, NULL);
     pthread_cond_init(&cz->cv, NULL);
-    int rc;
-    cz->nthreads = threads_start(cz->thread, COMPRESS_THREADS, compressor_main, cz,
-                                 "lfhttpd-compress", &rc);
+    /* Signals belong to the pool's signalfd: the compressor threads block them all. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = 0;
+    for (unsigned i = 0; i < COMPRESS_THREADS && !rc; i++) {
+        rc = pthread_create(&cz->thread[i], NULL, compressor_main, cz);
+        if (!rc) {
+            pthread_setname_np(cz->thread[i], "lfhttpd-compress");
+            cz->nthreads++;
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!cz->nthreads) /* small files are still compressed in-line */
         log_warn("compression: cannot start a thread (%s): larger files are served identity",
                  strerror(rc));
