@@ -29,9 +29,4 @@ void server_snapshot(struct server *srv, const struct runtime *rt, struct server
 /* Add the location's `add_header` lines (and nothing else) to a response head. */
 void builtin_add_location_headers(struct response *r, const struct exchange *ex);
 
-/* Append `s` (len bytes) to out[*pos..cap) as the inside of a JSON string: quotes,
- * backslashes and control characters escaped; bytes >= 0x80 as \u00XX (a byte each, so any
- * byte string round-trips). Returns false when it did not fit. */
-bool json_escape_append(char *out, size_t cap, size_t *pos, const char *s, size_t len);
-
 #endif

@@ -26,6 +26,7 @@
 #include "log/metrics.h"
 #include "log/stats_writer.h"
 #include "base/netaddr.h"
+#include "base/json.h"
 #include "conf/runtime.h"
 #include "daemon/server.h"
 #include "conf/site.h"
@@ -45,40 +46,6 @@ void builtin_add_location_headers(struct response *r, const struct exchange *ex)
     for (int i = 0; i < lc->nheaders; i++)
         resp_header(r, lc->headers[i].name, lc->headers[i].name_len, lc->headers[i].value,
                     lc->headers[i].value_len);
-}
-
-bool json_escape_append(char *out, size_t cap, size_t *pos, const char *s, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t p = *pos;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        char esc[6];
-        size_t n;
-        if (ch == '"' || ch == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)ch;
-            n = 2;
-        } else if (ch >= 0x20 && ch < 0x7f) {
-            esc[0] = (char)ch;
-            n = 1;
-        } else if (ch == '\n' || ch == '\r' || ch == '\t') {
-            esc[0] = '\\';
-            esc[1] = ch == '\n' ? 'n' : ch == '\r' ? 'r' : 't';
-            n = 2;
-        } else {
-            memcpy(esc, "\\u00", 4);
-            esc[4] = hex[ch >> 4];
-            esc[5] = hex[ch & 15];
-            n = 6;
-        }
-        if (cap - p < n + 1)
-            return false;
-        memcpy(out + p, esc, n);
-        p += n;
-    }
-    *pos = p;
-    return true;
 }
 
 /* ---- common --------------------------------------------------------------------------------- */

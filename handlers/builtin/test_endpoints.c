@@ -21,9 +21,13 @@
 
 #include <arpa/inet.h>
 
+#include "base/hex.h"
+#include "base/json.h"
+#include "base/netaddr.h"
 #include "builtin/builtin.h"
 #include "exchange/handler.h"
 #include "exchange/exchange.h"
+#include "http/http_strict.h"
 #include "conf/site.h"
 
 #define BYTES_MAX (100ull * 1024 * 1024)
@@ -180,14 +184,6 @@ static bool parse_seconds_ms(const char *s, size_t len, unsigned max_ms, unsigne
     return true;
 }
 
-static int hexval(int c)
-{
-    return c >= '0' && c <= '9' ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-}
-
 /* Decode a query component: %XX and '+' (space). Returns the length, or -1 when malformed or
  * too long. The result may contain any byte (callers validate). */
 static ssize_t query_decode(const char *in, size_t len, char *out, size_t cap)
@@ -199,10 +195,10 @@ static ssize_t query_decode(const char *in, size_t len, char *out, size_t cap)
         if (in[i] == '%') {
             if (i + 2 >= len)
                 return -1;
-            int hi = hexval((unsigned char)in[i + 1]), lo = hexval((unsigned char)in[i + 2]);
-            if (hi < 0 || lo < 0)
+            int c = hex_pair(in + i + 1);
+            if (c < 0)
                 return -1;
-            out[o++] = (char)(hi * 16 + lo);
+            out[o++] = (char)c;
             i += 2;
         } else {
             out[o++] = in[i] == '+' ? ' ' : in[i];
@@ -365,12 +361,8 @@ static int ep_echo(struct tests *ts, struct exchange *ex)
         return ex_error(ex, 503);
     }
     char addr[INET6_ADDRSTRLEN + 16];
-    const struct in6_addr *a6 = &ex->peer_addr;
     char ip[INET6_ADDRSTRLEN];
-    if (IN6_IS_ADDR_V4MAPPED(a6))
-        inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof(ip));
-    else
-        inet_ntop(AF_INET6, a6, ip, sizeof(ip));
+    netaddr_format(&ex->peer_addr, ip, sizeof(ip));
     snprintf(addr, sizeof(addr), "%s", ip);
     char ver[16];
     snprintf(ver, sizeof(ver), "HTTP/%u.%u", req->http_major, req->http_minor);
@@ -533,26 +525,6 @@ static bool reserved_header(const char *name)
     return false;
 }
 
-static bool token_ok(const char *s, size_t n)
-{
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && !strchr("!#$%&'*+-.^_`|~", s[i]))
-            return false;
-    return true;
-}
-
-static bool value_ok(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return false;
-    }
-    return true;
-}
-
 /* One parameter of /headers, decoded and checked. Returns NULL or why it is refused. */
 static const char *header_param(struct strview qn, struct strview qv, char name[65], size_t *nl,
                                 char value[1025], size_t *vl)
@@ -564,9 +536,9 @@ static const char *header_param(struct strview qn, struct strview qv, char name[
     name[n] = value[v] = '\0';
     *nl = (size_t)n;
     *vl = (size_t)v;
-    if (!token_ok(name, *nl))
+    if (!http_token_valid(name, *nl))
         return "header names must be tokens";
-    if (!value_ok(value, *vl))
+    if (!http_field_value_valid(value, *vl))
         return "header values must not contain control characters";
     if (reserved_header(name))
         return "that header is managed by the server";

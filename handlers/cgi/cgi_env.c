@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hostport.h"
+#include "base/netaddr.h"
 #include "http/http_request.h"
 
 int cgi_env_init(struct cgi_env *env, size_t head_bytes, unsigned nheaders)
@@ -78,10 +80,7 @@ const char *cgi_env_get(const struct cgi_env *env, const char *name)
 
 char *cgi_format_addr(const struct sockaddr_in6 *sa, char *out, size_t cap)
 {
-    if (IN6_IS_ADDR_V4MAPPED(&sa->sin6_addr))
-        inet_ntop(AF_INET, &sa->sin6_addr.s6_addr[12], out, (socklen_t)cap);
-    else
-        inet_ntop(AF_INET6, &sa->sin6_addr, out, (socklen_t)cap);
+    netaddr_format(&sa->sin6_addr, out, cap);
     return out;
 }
 
@@ -149,15 +148,9 @@ int cgi_env_build(struct cgi_env *env, const struct cgi_env_info *in)
     cgi_env_add_str(env, "GATEWAY_INTERFACE", "CGI/1.1");
     cgi_env_add_str(env, "SERVER_SOFTWARE", in->server_software);
     /* SERVER_NAME: the Host the client asked for (without its port), else our address. */
-    struct strview host = req->host;
-    if (host.len && host.ptr[0] == '[') {
-        const char *rb = memchr(host.ptr, ']', host.len);
-        host.len = rb ? (size_t)(rb - host.ptr) + 1 : host.len;
-    } else if (host.len) {
-        const char *colon = memchr(host.ptr, ':', host.len);
-        if (colon)
-            host.len = (size_t)(colon - host.ptr);
-    }
+    struct hostport hp;
+    hostport_split(req->host.ptr, req->host.len, &hp);
+    struct strview host = hp.host;
     cgi_format_addr(&in->local, tmp, sizeof(tmp));
     if (host.len) {
         cgi_env_add(env, "SERVER_NAME", host.ptr, host.len);

@@ -4,24 +4,16 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "http/http_strict.h"
+
 static bool is_token(struct strview s)
 {
-    if (!s.len)
-        return false;
-    for (size_t i = 0; i < s.len; i++)
-        if (!isalnum((unsigned char)s.ptr[i]) && !strchr("!#$%&'*+-.^_`|~", s.ptr[i]))
-            return false;
-    return true;
+    return http_token_valid(s.ptr, s.len);
 }
 
 static bool value_ok(struct strview s)
 {
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return false;
-    }
-    return true;
+    return http_field_value_valid(s.ptr, s.len);
 }
 
 static bool dropped(struct strview n)

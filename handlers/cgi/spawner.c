@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/threads.h"
 #include "cgi/cgi_conf.h"
 #include "cgi/cgi_job.h"
 #include "conf/runtime.h"
@@ -229,19 +230,8 @@ struct cgi_global *cgi_global_get(_Atomic(void *) *slot, char *err, size_t errle
     }
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->cv, NULL);
-    /* Signals belong to the pool's signalfd: the spawners block them all. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = 0;
-    for (unsigned i = 0; i < SPAWNER_THREADS && !rc; i++) {
-        rc = pthread_create(&g->thread[i], NULL, spawner_main, g);
-        if (!rc) {
-            pthread_setname_np(g->thread[i], "lfhttpd-spawn");
-            g->nthreads++;
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc;
+    g->nthreads = threads_start(g->thread, SPAWNER_THREADS, spawner_main, g, "lfhttpd-spawn", &rc);
     if (!g->nthreads) {
         snprintf(err, errlen, "cannot start the spawner threads: %s", strerror(rc));
         pthread_mutex_destroy(&g->lock);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "compress/compressor.h"
+
+#include "base/threads.h"
 #include "log/log.h"
 
 static void *compressor_main(void *arg)
@@ -53,19 +55,9 @@ struct compressor *compressor_start(_Atomic(void *) *process, char *err, size_t 
     }
     pthread_mutex_init(&cz->lock, NULL);
     pthread_cond_init(&cz->cv, NULL);
-    /* Signals belong to the pool's signalfd: the compressor threads block them all. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = 0;
-    for (unsigned i = 0; i < COMPRESS_THREADS && !rc; i++) {
-        rc = pthread_create(&cz->thread[i], NULL, compressor_main, cz);
-        if (!rc) {
-            pthread_setname_np(cz->thread[i], "lfhttpd-compress");
-            cz->nthreads++;
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc;
+    cz->nthreads = threads_start(cz->thread, COMPRESS_THREADS, compressor_main, cz,
+                                 "lfhttpd-compress", &rc);
     if (!cz->nthreads) /* small files are still compressed in-line */
         log_warn("compression: cannot start a thread (%s): larger files are served identity",
                  strerror(rc));

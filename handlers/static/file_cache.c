@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "compress/compress.h"
 #include "base/digest.h"
 #include "http/http_date.h"
@@ -42,12 +43,6 @@ struct file_cache {
 };
 
 static const char *const enc_suffix[CODING_COUNT] = { ".br", ".zst", ".gz" };
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- opening beneath a root ----------------------------------------------------------------- */
 
@@ -637,7 +632,7 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
 {
     uint64_t h = hash_key(lc, path, len);
     struct fc_shard *s = &fc->shards[h % FC_SHARDS];
-    int64_t now = mono_ms();
+    int64_t now = clock_now_ms();
 
     pthread_rwlock_rdlock(&s->lock);
     struct fc_entry *e = find(s, h, lc, path, len);

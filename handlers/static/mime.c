@@ -14,6 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/http_strict.h"
+
 #define MIME_UTF8 "; charset=utf-8"
 
 struct mime_entry {
@@ -261,13 +263,6 @@ static bool mime_is_text(const char *type)
     return mime_ends_with(type, n, "+xml") || mime_ends_with(type, n, "+json");
 }
 
-/* RFC 9110 tchar */
-static bool mime_is_tchar(unsigned char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
 /* True if tok/len is "token/token". */
 static bool mime_valid_type(const char *tok, size_t len)
 {
@@ -277,7 +272,7 @@ static bool mime_valid_type(const char *tok, size_t len)
         if (tok[i] == '/') {
             slash = i;
             nslash++;
-        } else if (!mime_is_tchar((unsigned char)tok[i])) {
+        } else if (!http_is_tchar((unsigned char)tok[i])) {
             return false;
         }
     }

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hex.h"
 #include "compress/compress.h"
 #include "compress/compress_conf.h"
 #include "static/conditional.h"
@@ -226,14 +227,13 @@ static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_en
  * sub-delims that are safe in a path stay, everything else becomes %XX. */
 static void resp_add_encoded_path(struct response *r, const char *path, size_t len)
 {
-    static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)path[i];
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
             strchr("-._~/!$&'()*+,;=:@", c)) {
             resp_add(r, (const char *)&path[i], 1);
         } else {
-            char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
+            char esc[3] = { '%', hex_upper(c >> 4), hex_upper(c) };
             resp_add(r, esc, 3);
         }
     }

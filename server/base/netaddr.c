@@ -8,14 +8,6 @@
 
 #include "http/http_request.h"
 
-static void map_v4(const struct in_addr *v4, struct in6_addr *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->s6_addr[10] = 0xff;
-    out->s6_addr[11] = 0xff;
-    memcpy(&out->s6_addr[12], v4, 4);
-}
-
 bool netaddr_parse(const char *s, size_t len, struct in6_addr *out)
 {
     char buf[INET6_ADDRSTRLEN];
@@ -25,7 +17,7 @@ bool netaddr_parse(const char *s, size_t len, struct in6_addr *out)
     buf[len] = '\0';
     struct in_addr v4;
     if (inet_pton(AF_INET, buf, &v4) == 1) {
-        map_v4(&v4, out);
+        netaddr_map_v4(&v4, out);
         return true;
     }
     return inet_pton(AF_INET6, buf, out) == 1;

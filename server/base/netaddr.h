@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 struct cidr {
     struct in6_addr addr; /* masked */
@@ -26,6 +27,15 @@ int cidr_parse(const char *s, struct cidr *out);
 int cidr_list_add(struct cidr_list *l, const char *s);
 void cidr_list_free(struct cidr_list *l);
 bool cidr_list_match(const struct cidr_list *l, const struct in6_addr *a);
+
+/* An IPv4 address (4 bytes, network order) as the IPv4-mapped IPv6 address ::ffff:a.b.c.d. */
+static inline void netaddr_map_v4(const void *v4, struct in6_addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->s6_addr[10] = 0xff;
+    out->s6_addr[11] = 0xff;
+    memcpy(&out->s6_addr[12], v4, 4);
+}
 
 /* Parse a textual IPv4 or IPv6 address (no port) into v4-mapped/IPv6 form. */
 bool netaddr_parse(const char *s, size_t len, struct in6_addr *out);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/cpu_limit.h"
+#include "base/hostport.h"
 #include "conf/directives.h"
 #include "conf/envsubst.h"
 #include "conf/handler_conf.h"
@@ -105,24 +106,18 @@ int config_parse_listen(const char *s, struct listen_addr *la)
         memcpy(la->fdname, name, n + 1);
         return 0;
     }
-    if (s[0] == '[') {
-        const char *end = strchr(s, ']');
-        if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
-            return -EINVAL;
-        memcpy(host, s + 1, (size_t)(end - s - 1));
-        host[end - s - 1] = '\0';
-        port = end + 2;
+    struct hostport hp;
+    hostport_split(s, strlen(s), &hp);
+    if (hp.port.ptr) {
+        if (memchr(hp.port.ptr, ':', hp.port.len) || hp.name.len >= sizeof(host))
+            return -EINVAL; /* a second ':': bare IPv6 must be bracketed */
+        memcpy(host, hp.name.ptr, hp.name.len);
+        host[hp.name.len] = '\0';
+        port = hp.port.ptr;
+    } else if (s[0] == '[') {
+        return -EINVAL; /* "[v6]" without its port, or something else after the ']' */
     } else {
-        const char *colon = strrchr(s, ':');
-        if (colon) {
-            if (strchr(s, ':') != colon || (size_t)(colon - s) >= sizeof(host))
-                return -EINVAL; /* bare IPv6 must be bracketed */
-            memcpy(host, s, (size_t)(colon - s));
-            host[colon - s] = '\0';
-            port = colon + 1;
-        } else {
-            port = s;
-        }
+        port = s;
     }
     if (!*port || strspn(port, "0123456789") != strlen(port) || atol(port) > 65535)
         return -EINVAL;

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hostport.h"
+
 /* Running out of memory while building a configuration fails the start-up, or the reload
  * (which keeps the running configuration): never the process. Every function below leaves
  * what it was building consistent for site_set_free when it gives up. */
@@ -372,15 +374,9 @@ const struct site *site_select(const struct site_set *ss, struct strview host)
     if (ss->nsites == 1 || !host.ptr || !host.len)
         return &ss->sites[ss->default_site]; /* HTTP/1.0 without Host: the default site */
     /* Strip the port ("[v6]:port" keeps its brackets) and one trailing dot. */
-    size_t len = host.len;
-    if (len && host.ptr[0] == '[') {
-        const char *rb = memchr(host.ptr, ']', len);
-        len = rb ? (size_t)(rb - host.ptr) + 1 : len;
-    } else {
-        const char *colon = memchr(host.ptr, ':', len);
-        if (colon)
-            len = (size_t)(colon - host.ptr);
-    }
+    struct hostport hp;
+    hostport_split(host.ptr, host.len, &hp);
+    size_t len = hp.host.len;
     if (len && host.ptr[len - 1] == '.')
         len--;
     const struct site *best = NULL;

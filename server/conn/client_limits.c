@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conf/config.h"
 #include "log/log.h"
 #include "base/netaddr.h"
@@ -348,9 +349,7 @@ enum limit_result limit_take(struct limit_table *t, const struct in6_addr *key, 
 
 uint64_t limits_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+    return clock_now_ns();
 }
 
 /* A client's key as text: "192.0.2.7", "2001:db8:1:2::/64". */

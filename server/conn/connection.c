@@ -32,6 +32,7 @@
 #include "lf/handle_set_edge.h"
 #include "http/http_parser.h"
 #include "log/log.h"
+#include "base/netaddr.h"
 #include "http/proxy_protocol.h"
 #include "conf/runtime.h"
 #include "daemon/server.h"
@@ -189,9 +190,7 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
     } else {
         const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)peer;
         c->peer_port = in4->sin_port;
-        c->peer_addr.s6_addr[10] = 0xff;
-        c->peer_addr.s6_addr[11] = 0xff;
-        memcpy(&c->peer_addr.s6_addr[12], &in4->sin_addr, 4);
+        netaddr_map_v4(&in4->sin_addr, &c->peer_addr);
     }
     http_parser_init(&c->parser);
     c->proxy_header = l->addr.proxy_protocol;
@@ -1038,8 +1037,7 @@ static int sink_local_address(const struct sink *s, struct sockaddr_in6 *out)
     }
     const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)&local;
     *out = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = in4->sin_port };
-    out->sin6_addr.s6_addr[10] = out->sin6_addr.s6_addr[11] = 0xff;
-    memcpy(&out->sin6_addr.s6_addr[12], &in4->sin_addr, 4);
+    netaddr_map_v4(&in4->sin_addr, &out->sin6_addr);
     return 0;
 }
 

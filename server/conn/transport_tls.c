@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/netaddr.h"
 #include "conn/connection.h"
 #include "log/log.h"
 #include "log/metrics.h"
@@ -46,12 +47,8 @@ enum {
 
 static void log_failure(struct conn *c, const char *what, int ssl_err, int sys_err)
 {
-    char addr[INET6_ADDRSTRLEN] = "?";
-    const struct in6_addr *a6 = &c->peer_addr;
-    if (IN6_IS_ADDR_V4MAPPED(a6))
-        inet_ntop(AF_INET, &a6->s6_addr[12], addr, sizeof(addr));
-    else
-        inet_ntop(AF_INET6, a6, addr, sizeof(addr));
+    char addr[INET6_ADDRSTRLEN];
+    netaddr_format(&c->peer_addr, addr, sizeof(addr));
     unsigned long e = ERR_peek_error();
     const char *reason = e ? ERR_reason_error_string(e) : NULL;
     log_info("tls %s from %s failed: %s", what, addr,

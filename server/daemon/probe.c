@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/hostport.h"
+
 int probe_requested(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -33,31 +36,19 @@ int probe_parse_url(const char *url, char *host, size_t hostcap, char *port, siz
     }
     const char *p = url + 7;
     const char *end = p + strcspn(p, "/?#");
-    const char *hend, *pstart = NULL;
-    if (*p == '[') {
-        hend = memchr(p, ']', (size_t)(end - p));
-        if (!hend) {
-            snprintf(err, errcap, "unterminated [IPv6] address");
-            return -1;
-        }
-        p++;
-        if (hend[1] == ':')
-            pstart = hend + 2;
-        else if (hend + 1 != end)
-            goto bad;
-    } else {
-        hend = memchr(p, ':', (size_t)(end - p));
-        if (hend)
-            pstart = hend + 1;
-        else
-            hend = end;
+    struct hostport hp;
+    bool well_formed = hostport_split(p, (size_t)(end - p), &hp);
+    if (!hp.name.ptr) {
+        snprintf(err, errcap, "unterminated [IPv6] address");
+        return -1;
     }
-    size_t hl = (size_t)(hend - p);
-    if (hl == 0 || hl >= hostcap)
+    size_t hl = hp.name.len;
+    if (!well_formed || hl == 0 || hl >= hostcap)
         goto bad;
-    memcpy(host, p, hl);
+    memcpy(host, hp.name.ptr, hl);
     host[hl] = '\0';
-    size_t pl = pstart ? (size_t)(end - pstart) : 0;
+    const char *pstart = hp.port.ptr;
+    size_t pl = hp.port.len;
     if (pstart && (pl == 0 || pl > 5 || pl >= portcap || strspn(pstart, "0123456789") < pl))
         goto bad;
     if (pstart) {
@@ -85,18 +76,11 @@ bad:
     return -1;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for `events` on fd until the deadline; 1 ready, 0 timed out, -1 error. */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - clock_exact_ms();
         if (left <= 0)
             return 0;
         struct pollfd pfd = { .fd = fd, .events = events };
@@ -141,6 +125,27 @@ fail:;
     return -1;
 }
 
+/* Send buf[0..len) before the deadline. 0, or -1 once the reason is reported. */
+static int send_all(int fd, const char *buf, size_t len, int64_t deadline, const char *url)
+{
+    size_t sent = 0;
+    while (sent < len) {
+        ssize_t w = send(fd, buf + sent, len - sent, MSG_NOSIGNAL);
+        if (w > 0) {
+            sent += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, deadline) > 0)
+            continue;
+        fprintf(stderr, "lfhttpd: --probe %s: send: %s\n", url,
+                w < 0 && errno != EAGAIN ? strerror(errno) : "timed out");
+        return -1;
+    }
+    return 0;
+}
+
 static int probe(const char *url)
 {
     char host[256], port[8], err[128];
@@ -149,7 +154,7 @@ static int probe(const char *url)
         fprintf(stderr, "lfhttpd: --probe %s: %s\n", url, err);
         return 2;
     }
-    int64_t deadline = mono_ms() + PROBE_TIMEOUT_MS;
+    int64_t deadline = clock_exact_ms() + PROBE_TIMEOUT_MS;
     struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(host, port, &hints, &res);
@@ -178,19 +183,7 @@ static int probe(const char *url)
         fprintf(stderr, "lfhttpd: --probe %s: URL too long\n", url);
         return 2;
     }
-    size_t sent = 0;
-    while (sent < (size_t)n) {
-        ssize_t w = send(fd, request + sent, (size_t)n - sent, MSG_NOSIGNAL);
-        if (w > 0) {
-            sent += (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, deadline) > 0)
-            continue;
-        fprintf(stderr, "lfhttpd: --probe %s: send: %s\n", url,
-                w < 0 && errno != EAGAIN ? strerror(errno) : "timed out");
+    if (send_all(fd, request, (size_t)n, deadline, url) < 0) {
         close(fd);
         return 1;
     }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conf/config.h"
 #include "log/log.h"
 
@@ -136,10 +137,8 @@ void systemd_reloading(const struct systemd_state *sd)
     if (!sd->notify)
         return;
     /* MONOTONIC_USEC: when the reload began, on CLOCK_MONOTONIC (sd_notify(3)). */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading the configuration",
-               (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000);
+               (unsigned long long)(clock_exact_ns() / CLOCK_NS_PER_US));
 }
 
 void systemd_stopping(const struct systemd_state *sd, unsigned open_connections)

@@ -14,6 +14,9 @@
 #include "http/http_response.h"
 #include "log/log.h"
 #include "log/logfile.h"
+#include "base/fmt.h"
+#include "base/hex.h"
+#include "base/json.h"
 #include "base/netaddr.h"
 #include "conf/runtime.h"
 
@@ -131,14 +134,13 @@ static void put_clf(struct line *l, struct strview v, size_t budget)
         put(l, "-", 1);
         return;
     }
-    static const char hex[] = "0123456789ABCDEF";
     size_t start = l->len;
     for (size_t i = 0; i < v.len; i++) {
         if (l->len - start + 4 > budget)
             return; /* shortened: still a prefix of the escaped field */
         unsigned char c = (unsigned char)v.ptr[i];
         if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
-            char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+            char esc[4] = { '\\', 'x', hex_upper(c >> 4), hex_upper(c) };
             put(l, esc, 4);
         } else {
             put(l, (const char *)&v.ptr[i], 1);
@@ -150,23 +152,10 @@ static void put_clf(struct line *l, struct strview v, size_t budget)
  * the line is valid JSON even when the input is not UTF-8. */
 static void put_json(struct line *l, struct strview v, size_t budget)
 {
-    static const char hex[] = "0123456789abcdef";
     put(l, "\"", 1);
-    size_t start = l->len;
-    for (size_t i = 0; v.ptr && i < v.len; i++) {
-        if (l->len - start + 6 > budget)
-            break; /* shortened: still a prefix of the escaped field */
-        unsigned char c = (unsigned char)v.ptr[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = { '\\', (char)c };
-            put(l, esc, 2);
-        } else if (c < 0x20 || c >= 0x7f) {
-            char esc[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-            put(l, esc, 6);
-        } else {
-            put(l, (const char *)&v.ptr[i], 1);
-        }
-    }
+    size_t room = sizeof(l->buf) - 2 - l->len; /* put()'s bound */
+    /* a longer field is shortened: still a prefix of the escaped field */
+    json_escape(l->buf, l->len + (budget < room ? budget : room), &l->len, v.ptr, v.len);
     put(l, "\"", 1);
 }
 
@@ -184,12 +173,6 @@ struct stamp {
     char iso[21];   /* 2026-11-23T19:18:43Z */
 };
 
-static void put2(char *p, int v)
-{
-    p[0] = (char)('0' + v / 10 % 10);
-    p[1] = (char)('0' + v % 10);
-}
-
 static const struct stamp *stamp_now(void)
 {
     static _Thread_local struct stamp st = { .sec = -1 };
@@ -201,21 +184,21 @@ static const struct stamp *stamp_now(void)
     gmtime_r(&now, &tm);
     int y = tm.tm_year + 1900;
     memcpy(st.clf, "dd/Mon/yyyy:hh:mm:ss +0000", 26);
-    put2(st.clf, tm.tm_mday);
+    fmt_2digits(st.clf, tm.tm_mday);
     memcpy(st.clf + 3, mon + 3 * tm.tm_mon, 3);
-    put2(st.clf + 7, y / 100);
-    put2(st.clf + 9, y % 100);
-    put2(st.clf + 12, tm.tm_hour);
-    put2(st.clf + 15, tm.tm_min);
-    put2(st.clf + 18, tm.tm_sec);
+    fmt_2digits(st.clf + 7, y / 100);
+    fmt_2digits(st.clf + 9, y % 100);
+    fmt_2digits(st.clf + 12, tm.tm_hour);
+    fmt_2digits(st.clf + 15, tm.tm_min);
+    fmt_2digits(st.clf + 18, tm.tm_sec);
     memcpy(st.iso, "yyyy-mm-ddThh:mm:ssZ", 20);
-    put2(st.iso, y / 100);
-    put2(st.iso + 2, y % 100);
-    put2(st.iso + 5, tm.tm_mon + 1);
-    put2(st.iso + 8, tm.tm_mday);
-    put2(st.iso + 11, tm.tm_hour);
-    put2(st.iso + 14, tm.tm_min);
-    put2(st.iso + 17, tm.tm_sec);
+    fmt_2digits(st.iso, y / 100);
+    fmt_2digits(st.iso + 2, y % 100);
+    fmt_2digits(st.iso + 5, tm.tm_mon + 1);
+    fmt_2digits(st.iso + 8, tm.tm_mday);
+    fmt_2digits(st.iso + 11, tm.tm_hour);
+    fmt_2digits(st.iso + 14, tm.tm_min);
+    fmt_2digits(st.iso + 17, tm.tm_sec);
     st.sec = now;
     return &st;
 }

@@ -19,6 +19,8 @@
 #include "exchange/access_log.h"
 #include "exchange/auth_basic.h"
 #include "base/carry.h"
+#include "base/fmt.h"
+#include "base/hostport.h"
 #include "conn/client_limits.h"
 #include "exchange/handler.h"
 #include "http/http_date.h"
@@ -441,13 +443,7 @@ static int stream_piece(struct exchange *ex, const void *data, size_t len, bool 
     int n = 0;
     ex->body_bytes += len;
     if (chunked && len) {
-        static const char digits[] = "0123456789abcdef";
-        size_t hl = 0;
-        char tmp[16];
-        for (size_t v = len; v; v >>= 4)
-            tmp[hl++] = digits[v & 15];
-        for (size_t i = 0; i < hl; i++)
-            hex[i] = tmp[hl - 1 - i];
+        size_t hl = fmt_hex_u64(hex, len);
         hex[hl++] = '\r';
         hex[hl++] = '\n';
         iov[n++] = (struct iovec){ hex, hl };
@@ -563,27 +559,16 @@ static struct exchange *enter(struct ex_deferred *xd, struct worker *w)
 /* The host part of a Host header (port removed), if it is a plain name or address. */
 static struct strview host_only(struct strview h)
 {
-    if (h.len == 0)
+    struct hostport hp;
+    if (h.len == 0 || !hostport_split(h.ptr, h.len, &hp) || hp.host.len == 0)
         return SV_NULL;
-    size_t end;
-    if (h.ptr[0] == '[') {
-        const char *close = memchr(h.ptr, ']', h.len);
-        if (!close)
+    bool literal = h.ptr[0] == '[';
+    for (size_t i = 0; i < hp.name.len; i++) {
+        unsigned char c = (unsigned char)hp.name.ptr[i];
+        if (literal ? !isxdigit(c) && c != ':' && c != '.' : !isalnum(c) && c != '-' && c != '.')
             return SV_NULL;
-        end = (size_t)(close - h.ptr) + 1;
-        for (size_t i = 1; i + 1 < end; i++)
-            if (!isxdigit((unsigned char)h.ptr[i]) && h.ptr[i] != ':' && h.ptr[i] != '.')
-                return SV_NULL;
-    } else {
-        const char *colon = memchr(h.ptr, ':', h.len);
-        end = colon ? (size_t)(colon - h.ptr) : h.len;
-        for (size_t i = 0; i < end; i++)
-            if (!isalnum((unsigned char)h.ptr[i]) && h.ptr[i] != '-' && h.ptr[i] != '.')
-                return SV_NULL;
     }
-    if (end == 0 || (end < h.len && h.ptr[end] != ':'))
-        return SV_NULL;
-    return (struct strview){ h.ptr, end };
+    return hp.host;
 }
 
 /* tls_redirect_http: a request on a plain listener gets 301 to the same path and query on the

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/fmt.h"
+
 /* 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z */
 #define HTTP_DATE_MIN_T (-62167219200LL)
 #define HTTP_DATE_MAX_T 253402300799LL
@@ -66,13 +68,6 @@ static unsigned http_date_days_in_month(int64_t y, unsigned m)
     return m == 2 && http_date_is_leap(y) ? 29 : days[m - 1];
 }
 
-/* Write v as exactly two decimal digits. */
-static void http_date_put2(char *p, unsigned v)
-{
-    p[0] = (char)('0' + v / 10 % 10);
-    p[1] = (char)('0' + v % 10);
-}
-
 size_t http_date_format(time_t t, char out[30])
 {
     int64_t secs = (int64_t)t, days, y;
@@ -92,18 +87,18 @@ size_t http_date_format(time_t t, char out[30])
     /* "Sun, 06 Nov 1994 08:49:37 GMT" */
     memcpy(out, http_date_wday[wday], 3);
     memcpy(out + 3, ", ", 2);
-    http_date_put2(out + 5, d);
+    fmt_2digits(out + 5, d);
     out[7] = ' ';
     memcpy(out + 8, http_date_month[m - 1], 3);
     out[11] = ' ';
-    http_date_put2(out + 12, (unsigned)(y / 100));
-    http_date_put2(out + 14, (unsigned)(y % 100));
+    fmt_2digits(out + 12, (unsigned)(y / 100));
+    fmt_2digits(out + 14, (unsigned)(y % 100));
     out[16] = ' ';
-    http_date_put2(out + 17, sod / 3600);
+    fmt_2digits(out + 17, sod / 3600);
     out[19] = ':';
-    http_date_put2(out + 20, sod / 60 % 60);
+    fmt_2digits(out + 20, sod / 60 % 60);
     out[22] = ':';
-    http_date_put2(out + 23, sod % 60);
+    fmt_2digits(out + 23, sod % 60);
     memcpy(out + 25, " GMT", 5); /* includes the NUL */
     return HTTP_DATE_LEN;
 }

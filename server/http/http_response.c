@@ -4,19 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-size_t fmt_u64(char *out, uint64_t v)
-{
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    return n;
-}
-
 const char *http_status_reason(int status)
 {
     switch (status) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/fmt.h" /* fmt_u64, for those who fill heads by hand */
 #include "base/strview.h"
 
 #define RESP_HEAD_MAX 4096 /* stack size handlers use for a response head */
@@ -60,8 +61,5 @@ static inline bool http_status_has_no_body(int status)
 
 /* The small built-in HTML page for an error status; returns its length. */
 size_t http_error_page(int status, char *out, size_t cap);
-
-/* Format a decimal number; returns the number of characters written (no NUL). */
-size_t fmt_u64(char *out, uint64_t v);
 
 #endif

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/hex.h"
+
 bool http_has_obs_fold(const char *data, size_t len)
 {
     const char *p = data, *end = data + len;
@@ -17,9 +19,24 @@ bool http_has_obs_fold(const char *data, size_t len)
     return false;
 }
 
-static bool is_hex(unsigned char c)
+bool http_token_valid(const char *s, size_t len)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!http_is_tchar((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+bool http_field_value_valid(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return false;
+    }
+    return true;
 }
 
 static bool is_digit(unsigned char c)
@@ -50,7 +67,7 @@ bool http_host_valid(const char *h, size_t len)
         /* IP-literal: hex digits, ':' and '.' (embedded IPv4) up to the closing bracket.
          * IPvFuture and zone identifiers are not accepted. */
         i = 1;
-        while (i < len && (is_hex((unsigned char)h[i]) || h[i] == ':' || h[i] == '.'))
+        while (i < len && (hex_is_digit((unsigned char)h[i]) || h[i] == ':' || h[i] == '.'))
             i++;
         if (i == 1 || i >= len || h[i] != ']')
             return false;
@@ -63,8 +80,7 @@ bool http_host_valid(const char *h, size_t len)
                 break;
             unsigned char c = (unsigned char)h[i];
             if (c == '%') {
-                if (i + 2 >= len || !is_hex((unsigned char)h[i + 1]) ||
-                    !is_hex((unsigned char)h[i + 2]))
+                if (i + 2 >= len || hex_pair(h + i + 1) < 0)
                     return false;
                 i += 3;
             } else if (is_reg_name_char(c)) {

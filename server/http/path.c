@@ -19,31 +19,16 @@
 #include <errno.h>
 #include <string.h>
 
-/* Value of hex digit c, or -1. */
-static int path_hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "base/hex.h"
 
 /* Decode the escape at in[i] ('%' already seen) if in[i+1], in[i+2] exist and are hex digits.
  * Returns the byte value or -EINVAL. */
 static int path_decode_escape(const char *in, size_t len, size_t i)
 {
-    int hi, lo;
-
     if (len - i < 3)
         return -EINVAL;
-    hi = path_hex_value((unsigned char)in[i + 1]);
-    lo = path_hex_value((unsigned char)in[i + 2]);
-    if (hi < 0 || lo < 0)
-        return -EINVAL;
-    return hi << 4 | lo;
+    int c = hex_pair(in + i + 1);
+    return c < 0 ? -EINVAL : c;
 }
 
 /* True if decoded byte c may appear in a path. */
@@ -80,8 +65,7 @@ static unsigned char path_prev_byte(const char *in, size_t *end)
 
     if (e >= 3 && in[e - 3] == '%') {
         *end = e - 3;
-        return (unsigned char)(path_hex_value((unsigned char)in[e - 2]) << 4 |
-                               path_hex_value((unsigned char)in[e - 1]));
+        return (unsigned char)hex_pair(in + e - 2);
     }
     *end = e - 1;
     return (unsigned char)in[e - 1];

@@ -88,9 +88,7 @@ static int parse_v2(const unsigned char *d, size_t len, struct in6_addr *addr, i
     case 0x12: /* UDP over IPv4 */
         if (alen < 12)
             return -1;
-        memset(addr, 0, sizeof(*addr));
-        addr->s6_addr[10] = addr->s6_addr[11] = 0xff;
-        memcpy(&addr->s6_addr[12], a, 4);
+        netaddr_map_v4(a, addr);
         *port = (in_port_t)(a[8] << 8 | a[9]);
         break;
     case 0x21: /* TCP over IPv6 */

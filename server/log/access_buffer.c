@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "log/logfile.h"
 
 struct abuf {
@@ -30,13 +31,6 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local struct abuf *mine;
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void report(struct logfile *lf, enum logfile_result r, int err, uint64_t lost)
 {
@@ -125,7 +119,7 @@ void access_buffer_append(struct logfile *lf, const char *line, size_t len, size
     } else {
         if (!b->len) {
             b->lf = lf;
-            b->since = mono_ms();
+            b->since = clock_now_ms();
         }
         memcpy(b->data + b->len, line, len);
         b->len += len;

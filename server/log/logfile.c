@@ -8,16 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 #define CHUNK (1024 * 1024)  /* reserved ahead at a time */
 #define SLACK (64 * 1024)    /* kept reserved beyond the estimated end: what the estimate may
                                 miss (another writer, lines from before a reopen, stderr) */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void start_over(struct logfile *lf)
 {
@@ -97,7 +92,7 @@ static int reserve(struct logfile *lf, uint64_t need)
 static enum logfile_result dropped(struct logfile *lf, uint64_t lines, int err, int *err_out)
 {
     atomic_fetch_add(&lf->lost, lines);
-    atomic_store(&lf->retry_at, mono_ms() + LOGFILE_RETRY_MS);
+    atomic_store(&lf->retry_at, clock_now_ms() + LOGFILE_RETRY_MS);
     if (atomic_load(&lf->failing))
         return LOGFILE_LOST;
     pthread_mutex_lock(&lf->lock);
@@ -148,7 +143,7 @@ enum logfile_result logfile_write_lines(struct logfile *lf, const char *buf, siz
                                         uint64_t nlines, int *err, uint64_t *lost)
 {
     if (atomic_load_explicit(&lf->failing, memory_order_relaxed) &&
-        mono_ms() < atomic_load_explicit(&lf->retry_at, memory_order_relaxed)) {
+        clock_now_ms() < atomic_load_explicit(&lf->retry_at, memory_order_relaxed)) {
         atomic_fetch_add(&lf->lost, nlines); /* a full disk costs a line nothing but this */
         return LOGFILE_LOST;
     }

@@ -10,6 +10,8 @@
 
 #include <llhttp.h>
 
+#include "base/clock.h"
+
 #define MX_MAX_TABLES 1100 /* threads (at most 1024) and the reactor, with room to spare */
 
 const char *const mx_method_names[MX_NMETHODS] = {
@@ -133,9 +135,7 @@ uint8_t mx_method_slot(int method)
 
 uint64_t mx_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return clock_exact_ns();
 }
 
 static __thread uint64_t event_ns; /* this pool thread's current batch of events */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conf/config.h"
 
 #define TLS12_CIPHERS                                                                         \
@@ -66,13 +67,6 @@ struct tls_ctx {
     pthread_mutex_t keys_lock;
     struct ticket_key keys[TLS_MAX_TICKET_KEYS];
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- callbacks (run on pool threads during handshakes) ---------------------------------- */
 
@@ -169,7 +163,7 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[EVP_
     struct tls_ctx *t = SSL_get_app_data(ssl);
     struct ticket_key k = { .valid = false };
     int rc = 1;
-    int64_t now = mono_ms();
+    int64_t now = clock_now_ms();
 
     if (t->nfile) {
         /* the file's keys: the first seals, any opens; a ticket sealed by another key is
@@ -448,7 +442,7 @@ struct tls_ctx *tls_ctx_create(const struct config *cfg)
             return NULL;
         }
         t->nfile = (unsigned)n;
-    } else if (t->tickets && !ticket_key_new(&t->keys[0], mono_ms())) {
+    } else if (t->tickets && !ticket_key_new(&t->keys[0], clock_now_ms())) {
         fprintf(stderr, "lfhttpd: TLS session tickets: %s\n", ssl_reason());
         tls_ctx_unref(t);
         return NULL;

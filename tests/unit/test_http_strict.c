@@ -48,10 +48,34 @@ static void test_version(void)
     is_int(http_version_error_status(S("HTTP/1.2")), 400, "no method or target -> 400");
 }
 
+static void test_token_and_value(void)
+{
+    ok(http_token_valid(S("Content-Type")), "a field name is a token");
+    ok(http_token_valid(S("!#$%&'*+-.^_`|~09azAZ")), "every tchar");
+    ok(!http_token_valid(S("")), "empty is not a token");
+    ok(!http_token_valid(S("a b")) && !http_token_valid(S("a:b")) && !http_token_valid(S("a/b")),
+       "SP, ':' and '/' are not tchar");
+    ok(!http_token_valid(S("a\0b")), "nor NUL");
+    ok(!http_token_valid(S("caf\xc3\xa9")), "nor bytes from 0x80");
+    int n = 0;
+    for (int c = 0; c < 256; c++)
+        n += http_is_tchar((unsigned char)c);
+    is_int(n, 26 + 26 + 10 + 15, "77 tchar in all");
+
+    ok(http_field_value_valid(S("text/html; charset=utf-8")), "a plain value");
+    ok(http_field_value_valid(S("a\tb")), "HTAB is allowed");
+    ok(http_field_value_valid(S("caf\xc3\xa9")), "obs-text passes");
+    ok(http_field_value_valid(S("")), "empty is a value");
+    ok(!http_field_value_valid(S("a\rb")) && !http_field_value_valid(S("a\nb")), "no CR or LF");
+    ok(!http_field_value_valid(S("a\0b")), "no NUL");
+    ok(!http_field_value_valid(S("a\x7f")), "no DEL");
+}
+
 int main(void)
 {
     test_obs_fold();
     test_host();
     test_version();
+    test_token_and_value();
     return done_testing();
 }

@@ -1,5 +1,6 @@
 /* test_cidr.c — unit tests for the CIDR allow-lists of server/base/netaddr.c (status_allow,
  * trusted_proxies) */
+#include "base/hostport.h"
 #include "base/netaddr.h"
 #include "test.h"
 
@@ -22,6 +23,54 @@ static bool in(const char *cidr, const char *addr)
     bool m = cidr_list_match(&l, &a);
     cidr_list_free(&l);
     return m;
+}
+
+/* hostport_split of `in`: "ok|host|name|port", NULL fields as "-". */
+static const char *split(const char *in)
+{
+    static char out[256];
+    struct hostport hp;
+    bool good = hostport_split(in, strlen(in), &hp);
+    snprintf(out, sizeof(out), "%s|%.*s|%.*s|%.*s", good ? "ok" : "bad", (int)hp.host.len,
+             hp.host.ptr, hp.name.ptr ? (int)hp.name.len : 1, hp.name.ptr ? hp.name.ptr : "-",
+             hp.port.ptr ? (int)hp.port.len : 1, hp.port.ptr ? hp.port.ptr : "-");
+    return out;
+}
+
+static void test_hostport(void)
+{
+    is_str(split("example.com"), "ok|example.com|example.com|-", "a name alone");
+    is_str(split("example.com:8080"), "ok|example.com|example.com|8080", "name:port");
+    is_str(split("192.0.2.1:80"), "ok|192.0.2.1|192.0.2.1|80", "IPv4:port");
+    is_str(split("host:"), "ok|host|host|", "an empty port is still a port");
+    is_str(split(":80"), "ok|||80", "an empty host");
+    is_str(split("a:b:c"), "ok|a|a|b:c", "unbracketed: the first ':' ends the host");
+    is_str(split("[2001:db8::1]"), "ok|[2001:db8::1]|2001:db8::1|-", "[IPv6]: host keeps brackets");
+    is_str(split("[::1]:8443"), "ok|[::1]|::1|8443", "[IPv6]:port");
+    is_str(split("[]"), "ok|[]||-", "empty brackets");
+    is_str(split("[::1"), "bad|[::1|-|-", "no ']': the whole string is the host, no name");
+    is_str(split("["), "bad|[|-|-", "a lone '['");
+    is_str(split("[::1]x"), "bad|[::1]|::1|-", "something other than ':' after ']'");
+    is_str(split("[::1]x:80"), "bad|[::1]|::1|-", "and no port then");
+    is_str(split(""), "ok|||-", "empty");
+    struct hostport hp;
+    ok(hostport_split(NULL, 0, &hp) && hp.host.len == 0 && !hp.port.ptr, "NULL, 0: empty");
+}
+
+static void test_map_v4(void)
+{
+    struct in_addr v4;
+    inet_pton(AF_INET, "192.0.2.33", &v4);
+    struct in6_addr m;
+    memset(&m, 0xaa, sizeof(m));
+    netaddr_map_v4(&v4, &m);
+    struct in6_addr want;
+    inet_pton(AF_INET6, "::ffff:192.0.2.33", &want);
+    ok(!memcmp(&m, &want, sizeof(m)), "netaddr_map_v4: ::ffff:a.b.c.d, every other byte zeroed");
+    ok(IN6_IS_ADDR_V4MAPPED(&m), "and IN6_IS_ADDR_V4MAPPED agrees");
+    struct in6_addr t;
+    ok(netaddr_parse("192.0.2.33", 10, &t) && !memcmp(&m, &t, sizeof(m)),
+       "the same as netaddr_parse's");
 }
 
 int main(void)
@@ -80,5 +129,7 @@ int main(void)
     is_str(got, "255.255.255.255", "255.255.255.255");
     netaddr_format(&six, got, sizeof(got));
     is_str(got, "2001:db8::1", "IPv6 still by inet_ntop");
+    test_hostport();
+    test_map_v4();
     return test_done();
 }

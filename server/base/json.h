@@ -1,0 +1,28 @@
+/* json.h — JSON string escaping, for the JSON access log and the built-in JSON endpoints. */
+#ifndef LF_JSON_H
+#define LF_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Append the inside of a JSON string for s[0..len) at out[*pos], never past out[cap] (*pos <=
+ * cap): '"' and '\\' behind a backslash, \n \r \t as such, every other byte below 0x20 or from
+ * 0x7f on as \u00XX. One escape per byte, so the output is valid JSON whatever the input's
+ * encoding, and each character maps back to one input byte. Stops before the first escape that
+ * would not fit (what was written is a prefix of the whole); returns how many bytes of s it
+ * took (len: all of them). *pos is advanced past what was written. */
+size_t json_escape(char *out, size_t cap, size_t *pos, const char *s, size_t len);
+
+/* All of s or nothing, leaving room for a NUL after it: false when it does not fit (*pos is
+ * then unchanged, out[*pos..cap) may have been written). */
+static inline bool json_escape_append(char *out, size_t cap, size_t *pos, const char *s,
+                                      size_t len)
+{
+    size_t p = *pos;
+    if (json_escape(out, cap ? cap - 1 : 0, &p, s, len) < len)
+        return false;
+    *pos = p;
+    return true;
+}
+
+#endif
