@@ -154,6 +154,8 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a
 # test_client_limits counts every allocation the library makes (none may follow the table's).
 $(BUILD)/tests/test_client_limits: private LDFLAGS += \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
+# test_rules too: matching and expanding a rule allocate nothing.
+$(BUILD)/tests/test_rules: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 unit: $(UNIT_BINS)
 

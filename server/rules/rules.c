@@ -536,7 +536,7 @@ static int rules_put_query(struct rules_out *o, const char *q, size_t qlen)
 {
     const char *hash = memchr(o->p, '#', o->n);
     size_t at = hash ? (size_t)(hash - o->p) : o->n, tail = o->n - at;
-    char frag[RULES_MAX_TARGET];
+    char frag[RULES_MAX_EXPANDED];
 
     if (tail > sizeof(frag))
         return -ENAMETOOLONG;
@@ -554,7 +554,7 @@ static int rules_put_query(struct rules_out *o, const char *q, size_t qlen)
  * '.' and '..' resolved, never above the root (path_normalize). */
 static int rules_normalize(struct rules_out *o)
 {
-    char tmp[RULES_MAX_TARGET];
+    char tmp[RULES_MAX_EXPANDED];
     const char *qm = memchr(o->p, '?', o->n);
     size_t plen = qm ? (size_t)(qm - o->p) : o->n, tn;
     int rc = path_normalize(o->p, plen, tmp, sizeof(tmp), &tn);
@@ -652,7 +652,7 @@ static bool rules_probe(const struct rules_rule *r, char *buf, size_t cap, size_
 static bool rules_next_path(const struct rules_set *set, const struct rules_match *m,
                             const char *path, char *next, size_t cap, size_t *len)
 {
-    char target[RULES_MAX_TARGET];
+    char target[RULES_MAX_EXPANDED];
     size_t tlen;
 
     if (rules_expand(set, m, path, NULL, 0, target, sizeof(target), &tlen) < 0)
@@ -670,7 +670,7 @@ static bool rules_next_path(const struct rules_set *set, const struct rules_matc
 static int rules_check_loop(const struct rules_set *set, uint32_t i, const char *file,
                             struct rules_diag *diag)
 {
-    char path[RULES_MAX_TARGET], trail[RULES_ERR_MAX / 2];
+    char path[RULES_MAX_EXPANDED], trail[RULES_ERR_MAX / 2];
     uint32_t seen[RULES_MAX_CHAIN];
     size_t plen, tn;
     struct rules_match m;
@@ -680,6 +680,9 @@ static int rules_check_loop(const struct rules_set *set, uint32_t i, const char 
     tn = (size_t)snprintf(trail, sizeof(trail), "%.*s", (int)plen, path);
     for (unsigned n = 0; n < RULES_MAX_CHAIN; n++) {
         if (!rules_match(set, path, plen, NULL, 0, 0, &m) || !rules_follows(&set->rule[m.rule]))
+            return 0;
+        /* A rewrite whose target falls under its own pattern serves it (see rules.h). */
+        if (n > 0 && seen[n - 1] == m.rule && set->rule[m.rule].kind == RULES_REWRITE)
             return 0;
         for (unsigned k = 0; k < n; k++)
             if (seen[k] == m.rule) {

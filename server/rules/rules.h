@@ -29,9 +29,15 @@
  * and prefix rules plus RULES_MAX_DYNAMIC others per `_redirects` file, RULES_MAX_HEADER_RULES
  * rules and RULES_MAX_HEADERS headers per rule in `_headers`, RULES_MAX_LINE bytes per line,
  * RULES_MAX_QUERY query conditions, the pattern bounds of pattern.h, RULES_MAX_TARGET bytes
- * of an expanded target. A runtime chain of rewrites is bounded by the caller with
- * RULES_MAX_CHAIN; redirect loops among rules are refused at load where they can be seen
- * (every exact and prefix rule is followed, with a probe path, through the rules themselves).
+ * of a target as written and RULES_MAX_EXPANDED of a rewrite's target as expanded.
+ *
+ * Chains and loops. A redirect sends the browser back with a new path: a new request, matched
+ * afresh. A rewrite's target is matched again by the caller, at most RULES_MAX_CHAIN times
+ * per request, except against the rule that rewrote it: a rule whose target falls under its
+ * own pattern (`/app/ *` to /app/index.html) serves its target. Loops are refused at load
+ * where they can be seen: every exact and prefix redirect or forced rewrite is followed, with
+ * a probe path that it matches, through the rules themselves (a rewrite without `!` ends a
+ * chain: its target is meant to be a file, and a file shadows such rules).
  */
 #ifndef LF_RULES_RULES_H
 #define LF_RULES_RULES_H
@@ -48,8 +54,10 @@
 #define RULES_MAX_HEADERS      32   /* header lines of one `_headers` rule */
 #define RULES_MAX_LINE         2000 /* bytes of one line, without its end */
 #define RULES_MAX_QUERY        4    /* query conditions of one rule */
-#define RULES_MAX_TARGET       2048 /* bytes of a target as written, and as expanded */
-#define RULES_MAX_CHAIN        8    /* rewrites a caller follows for one request, at most */
+#define RULES_MAX_TARGET       1024 /* bytes of a target as written, with its NUL */
+#define RULES_MAX_EXPANDED     4096 /* bytes of an expanded rewrite target, with its NUL */
+#define RULES_MAX_CHAIN        8    /* rewrites a caller follows for one request, at most;
+                                     * also how far loops are looked for at load */
 #define RULES_ERR_MAX          320  /* bytes of a "FILE:LINE: reason" message */
 
 enum rules_kind {
