@@ -124,6 +124,22 @@ static int pattern_seg_kind(const char *s, size_t len, bool last, const char **w
     return memchr(s, '*', len) ? PATTERN_GLOB : PATTERN_LITERAL;
 }
 
+/* The bytes that end every path alternative a matches (see struct pattern_alt). */
+static uint16_t pattern_tail(const struct pattern *p, const struct pattern_alt *a)
+{
+    if (a->seg_count == 0)
+        return 0;
+    const struct pattern_seg *last = &p->seg[a->seg_first + a->seg_count - 1];
+    if (last->kind == PATTERN_LITERAL)
+        return (uint16_t)(last->len + 1);
+    if (last->kind != PATTERN_GLOB)
+        return 0;
+    uint16_t n = 0;
+    while (n < last->len && p->text[last->off + last->len - 1 - n] != '*')
+        n++;
+    return n;
+}
+
 /* Append alternative a (raw text in[0..len), starting with '/') to p: canonical text at
  * text + *text_len, segments at p->seg + *nseg. Returns 0 or -1 with *why. */
 static int pattern_add_alt(struct pattern *p, const char *in, size_t len, size_t *text_len,
@@ -173,6 +189,7 @@ static int pattern_add_alt(struct pattern *p, const char *in, size_t len, size_t
     }
     a->text_len = (uint16_t)(*text_len - a->text_off);
     a->seg_count = (uint16_t)(*nseg - a->seg_first);
+    a->tail_len = pattern_tail(p, a);
     p->nalt++;
     return 0;
 }
@@ -366,8 +383,12 @@ bool pattern_match(const struct pattern *p, const char *path, size_t len,
     size_t end = len == 1 ? 0 : pattern_path_end(path, len);
 
     for (unsigned i = 0; i < p->nalt; i++) {
+        const struct pattern_alt *a = &p->alt[i];
+        const char *tail = p->text + a->text_off + a->text_len - a->tail_len;
+        if (end < a->tail_len || memcmp(path + end - a->tail_len, tail, a->tail_len) != 0)
+            continue;
         memset(cap, 0, RULES_MAX_CAPTURES * sizeof(*cap));
-        if (!pattern_alt_match(p, &p->alt[i], path, end, cap))
+        if (!pattern_alt_match(p, a, path, end, cap))
             continue;
         /* A splat that runs to the end keeps the path's trailing '/', so that a directory
          * stays a directory in the target. */

@@ -68,10 +68,13 @@ struct pattern_seg {
     uint16_t len;
 };
 
-/* One alternative: its canonical text ("/a/b/ **", "" for the root) and its segments. */
+/* One alternative: its canonical text ("/a/b/ **", "" for the root) and its segments. The
+ * last tail_len bytes of its text are bytes every path it matches ends with (the literal end
+ * of its last segment, with its '/' when the whole segment is literal): a cheap first test. */
 struct pattern_alt {
     uint16_t text_off, text_len;
     uint16_t seg_first, seg_count;
+    uint16_t tail_len;
 };
 
 /* What the rule set's index may do with an alternative. */

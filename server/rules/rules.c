@@ -341,7 +341,7 @@ static const char *rules_first_segment(const struct rules_request *rq, size_t *l
 bool rules_match(const struct rules_set *set, const char *path, size_t plen, const char *q,
                  size_t qlen, unsigned flags, struct rules_match *m)
 {
-    if (!set || plen == 0 || path[0] != '/')
+    if (!set || set->count == 0 || plen == 0 || path[0] != '/')
         return false;
     struct rules_request rq = { path, q, plen, plen == 1 ? 0 : pattern_path_end(path, plen),
                                 qlen, flags };
@@ -403,7 +403,7 @@ size_t rules_match_all(const struct rules_set *set, const char *path, size_t ple
 {
     size_t n = 0;
 
-    if (!set || plen == 0 || path[0] != '/' || cap == 0)
+    if (!set || set->count == 0 || plen == 0 || path[0] != '/' || cap == 0)
         return 0;
     struct rules_request rq = { path, NULL, plen, plen == 1 ? 0 : pattern_path_end(path, plen),
                                 0, 0 };

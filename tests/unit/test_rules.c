@@ -219,6 +219,15 @@ static void test_patterns(void)
     ok(!pmatch("/a", "", NULL, NULL) && !pmatch("/a", "a", NULL, NULL), "a path has a '/'");
     ok(pmatch("/x/:a", "/x/a:b", "a", "a:b"), "':' inside a value");
     ok(pmatch("/x:y/z", "/x:y/z", NULL, NULL), "':' inside a literal segment");
+    /* the tail test: what a path must end with */
+    ok(pmatch("/**/z", "/a/z/", "splat", "a"), "tail: a literal last segment, path with '/'");
+    ok(!pmatch("/**/z", "/a/yz", NULL, NULL), "tail: a literal last segment is whole");
+    ok(pmatch("/**/z", "/z", "splat", ""), "tail: the whole path");
+    ok(pmatch("/**/a*", "/q/ab", "splat", "q"), "tail: a glob ending in '*' has none");
+    ok(pmatch("/**/*b.c", "/q/xb.c", NULL, NULL), "tail: the glob's end after its last '*'");
+    ok(!pmatch("/**/*b.c", "/q/xb.cc", NULL, NULL), "tail: a longer end");
+    ok(!pmatch("/**/x", "/", NULL, NULL), "tail: longer than the path");
+    ok(pmatch("/{a,b}/**/{c,dd}", "/b/x/dd", "splat", "x"), "tail of each alternative");
 }
 
 /* ---- `_redirects`: documented examples, as behaviour ---- */
@@ -738,6 +747,76 @@ static void test_property(void)
     ok(hits > checks / 4 && hits < checks, "  (%u of %u random requests matched)", hits, checks);
 }
 
+/* Reference matchers, recursive and slow: a glob against bytes, segments against a path. */
+static bool ref_glob(const char *g, size_t k, const char *s, size_t m)
+{
+    if (k == 0)
+        return m == 0;
+    if (g[0] == '*')
+        return ref_glob(g + 1, k - 1, s, m) || (m > 0 && ref_glob(g, k, s + 1, m - 1));
+    return m > 0 && g[0] == s[0] && ref_glob(g + 1, k - 1, s + 1, m - 1);
+}
+
+static bool ref_segs(const struct pattern *p, const struct pattern_seg *seg, unsigned n,
+                     const char *path, size_t pos, size_t end)
+{
+    if (n == 0)
+        return pos >= end;
+    if (seg->kind == PATTERN_ANY) {
+        if (ref_segs(p, seg + 1, n - 1, path, pos, end))
+            return true;
+        while (pos < end) {
+            const char *slash = memchr(path + pos + 1, '/', end - pos - 1);
+            pos = slash ? (size_t)(slash - path) : end;
+            if (ref_segs(p, seg + 1, n - 1, path, pos, end))
+                return true;
+        }
+        return false;
+    }
+    if (pos >= end)
+        return false;
+    const char *slash = memchr(path + pos + 1, '/', end - pos - 1);
+    size_t next = slash ? (size_t)(slash - path) : end, m = next - pos - 1;
+    const char *t = p->text + seg->off, *s = path + pos + 1;
+    bool hit = seg->kind == PATTERN_LITERAL ? m == seg->len && memcmp(t, s, m) == 0
+             : seg->kind == PATTERN_PARAM   ? m > 0
+                                            : ref_glob(t, seg->len, s, m);
+    return hit && ref_segs(p, seg + 1, n - 1, path, next, end);
+}
+
+static void test_pattern_reference(void)
+{
+    unsigned mismatches = 0, hits = 0, checks = 0;
+
+    for (unsigned round = 0; round < 3000; round++) {
+        char pat[128], path[128];
+        struct pattern p;
+        struct rules_names names = { 0 };
+        struct rules_capture cap[RULES_MAX_CAPTURES];
+        const char *why;
+        random_pattern(pat, sizeof(pat));
+        if (pattern_compile(&p, pat, strlen(pat), &names, &why) < 0) {
+            printf("# %s: %s\n", pat, why);
+            mismatches++;
+            continue;
+        }
+        for (unsigned k = 0; k < 50; k++, checks++) {
+            random_path(path, sizeof(path));
+            size_t len = strlen(path), end = len == 1 ? 0 : pattern_path_end(path, len);
+            bool ref = false;
+            for (unsigned a = 0; a < p.nalt && !ref; a++)
+                ref = ref_segs(&p, p.seg + p.alt[a].seg_first, p.alt[a].seg_count, path, 0, end);
+            bool got = pattern_match(&p, path, len, cap);
+            hits += got;
+            if (got != ref && mismatches++ < 5)
+                printf("# %s on %s: %d, reference %d\n", pat, path, got, ref);
+        }
+        pattern_free(&p);
+    }
+    is_int(mismatches, 0, "the pattern matcher agrees with a recursive reference");
+    ok(hits > checks / 10, "  (%u of %u random paths matched)", hits, checks);
+}
+
 static void test_property_all(void)
 {
     static char text[60 * 200];
@@ -818,6 +897,7 @@ int main(void)
     test_headers();
     test_property();
     test_property_all();
+    test_pattern_reference();
     test_no_allocation();
     return done_testing();
 }
