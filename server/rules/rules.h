@@ -145,7 +145,9 @@ bool rules_match_rule(const struct rules_set *set, uint32_t i, const char *path,
                       const char *q, size_t qlen, unsigned flags, struct rules_match *m);
 
 /* Every matching rule of a `_headers` set, in file order: their indices in out[0..cap).
- * Returns how many (at most cap). */
+ * Returns how many (at most cap). Combining them is the caller's: as Cloudflare Pages does,
+ * a header two rules set gets both values joined with ", ", and a detach (`! Name`) removes
+ * what the rules before it set, and the header the server would send. */
 size_t rules_match_all(const struct rules_set *set, const char *path, size_t plen,
                        uint32_t *out, size_t cap);
 

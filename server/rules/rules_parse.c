@@ -10,7 +10,8 @@
  * `! Name` to detach a header an earlier matching rule set (Cloudflare Pages' syntax).
  *
  * In both, a line whose first non-blank byte is '#' is a comment, blank lines are ignored, a
- * line may end in CRLF, and every mistake is refused with "FILE:LINE: reason".
+ * line may end in CRLF, a UTF-8 byte order mark at the start is skipped, and every mistake is
+ * refused with "FILE:LINE: reason" (control bytes of a quoted field shown as '?').
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 
 #define RULES_MAX_FIELDS 16     /* fields of one `_redirects` line */
 #define RULES_QUOTE      60     /* bytes of a field quoted in a message */
+#define RULES_BOM        "\xef\xbb\xbf" /* UTF-8's byte order mark, skipped at the start */
 
 struct rules_parser {
     struct rules_set *set;
@@ -42,6 +44,10 @@ static void rules_format(const struct rules_parser *ps, char *out, size_t cap, c
 
     if (n >= 0 && (size_t)n < cap)
         vsnprintf(out + n, cap - (size_t)n, fmt, ap);
+    /* A quoted field may hold any byte of the file: never a control byte in a log line. */
+    for (char *c = out; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
 }
 
 static int rules_error(struct rules_parser *ps, const char *fmt, ...)
@@ -338,6 +344,10 @@ static struct rules_set *rules_parse(const char *file, const char *text, size_t 
     struct rules_parser ps = { rules_set_new(), file, 0, diag, NULL, false };
 
     diag->error[0] = '\0';
+    if (len >= sizeof(RULES_BOM) - 1 && memcmp(text, RULES_BOM, sizeof(RULES_BOM) - 1) == 0) {
+        text += sizeof(RULES_BOM) - 1; /* editors that save UTF-8 with a mark */
+        len -= sizeof(RULES_BOM) - 1;
+    }
     if (!ps.set) {
         snprintf(diag->error, sizeof(diag->error), "%s: out of memory", file);
         return NULL;

@@ -6,7 +6,8 @@
  * the file text is compiled as one pattern and matched against the requests directly.
  * Invariants:
  *   - never a crash, a leak or undefined behaviour (ASan, LSan, UBSan);
- *   - a refused file gives one "_redirects:LINE: reason" line (no '\n'), LINE a line of it;
+ *   - a refused file gives one "_redirects:LINE: reason" line (no control byte), LINE a line
+ *     of it;
  *     every warning has the same form;
  *   - on a loaded set, for every request: the index's first match is a linear scan's (rule
  *     and captures), every match of a `_headers` set is the scan's list, captures lie inside
@@ -37,7 +38,8 @@ static void fz_check_message(const char *msg)
     unsigned long line = strtoul(msg + n + 1, &end, 10);
     FZ_CHECK(end > msg + n + 1 && end[0] == ':' && end[1] == ' ' && end[2] != '\0');
     FZ_CHECK(line >= 1 && line <= fz_lines);
-    FZ_CHECK(strchr(msg, '\n') == NULL);
+    for (const char *c = msg; *c; c++)
+        FZ_CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 }
 
 static void fz_warn(void *arg, const char *msg)

@@ -7,12 +7,14 @@
 #include "test.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned long allocations;
+static atomic_ulong allocations;
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t a, size_t b);
@@ -23,19 +25,19 @@ void *__wrap_realloc(void *p, size_t n);
 
 void *__wrap_malloc(size_t n)
 {
-    allocations++;
+    atomic_fetch_add(&allocations, 1);
     return __real_malloc(n);
 }
 
 void *__wrap_calloc(size_t a, size_t b)
 {
-    allocations++;
+    atomic_fetch_add(&allocations, 1);
     return __real_calloc(a, b);
 }
 
 void *__wrap_realloc(void *p, size_t n)
 {
-    allocations++;
+    atomic_fetch_add(&allocations, 1);
     return __real_realloc(p, n);
 }
 
@@ -287,6 +289,18 @@ static void test_netlify_examples(void)
     is_str(outcome(s, "/app/settings", NULL, RULES_MATCH_FORCED_ONLY), "200! /app/index.html",
            "a forced rule applies over a file");
     rules_free(s);
+
+    s = redirects("http://blog.example/* https://example.com/blog/:splat 301!\n"
+                  "/fr /fr/home 302 Language=fr\n/in /in/home 302 Cookie=ab_test\n/x /y\n");
+    ok(s != NULL && s->count == 1, "rules of a host, by language and by cookie are skipped");
+    is_int(nwarnings, 3, "  with three warnings");
+    is_str(warnings[0], "_redirects:1: pattern 'http://blog.example/*' is for a host: rules of "
+           "a host are not supported; rule skipped", "  warning: host");
+    is_str(warnings[1], "_redirects:2: condition 'Language=fr' cannot be evaluated by lfhttpd; "
+           "rule skipped", "  warning: Language");
+    is_str(warnings[2], "_redirects:3: condition 'Cookie=ab_test' cannot be evaluated by "
+           "lfhttpd; rule skipped", "  warning: Cookie");
+    rules_free(s);
 }
 
 static void test_cloudflare_examples(void)
@@ -486,6 +500,11 @@ static void test_redirect_errors(void)
         { "/a%zz /c\n", "_redirects:1: pattern '/a%zz': invalid percent-escape in the pattern" },
         { "/a%01 /c\n", "_redirects:1: pattern '/a%01': control byte in the pattern" },
         { "/a /b\x01\n", "_redirects:1: control byte in the target" },
+        { "/:abcdefghijklmnopqrstuvwxyz0123456 /c\n", "_redirects:1: pattern '/:abcdefghijklm"
+          "nopqrstuvwxyz0123456': a placeholder's name is longer than 31 bytes" },
+        { "/:a/:b/:c/:d/:e/:f/:g a=:h b=:i /c\n", "_redirects:1: more than 8 captures" },
+        { "/a\r\x01 /c\n", "_redirects:1: pattern '/a?" "?': control byte in the pattern" },
+        { "\xef\xbb\xbf/a /b\n/c\n", "_redirects:2: missing target after '/c'" },
         { "/a /b\0c\n", NULL },
     };
 
@@ -866,7 +885,7 @@ static void test_no_allocation(void)
     size_t n;
     struct rules_match m;
     uint32_t idx[8];
-    unsigned long before = allocations;
+    unsigned long before = atomic_load(&allocations);
 
     ok(r && h, "sets for the allocation count load");
     if (!r || !h)
@@ -879,9 +898,74 @@ static void test_no_allocation(void)
     for (size_t i = 0; i < k; i++)
         if (rules_match_rule(h, idx[i], "/p/v", 4, NULL, 0, 0, &m))
             rules_expand_header(h, &m, 0, "/p/v", NULL, out, sizeof(out), &n);
-    is_int(allocations - before, 0, "matching and expanding allocate nothing");
+    is_int(atomic_load(&allocations) - before, 0, "matching and expanding allocate nothing");
     rules_free(r);
     rules_free(h);
+}
+
+/* ---- one set, many threads ---- */
+
+#define THREADS         4
+#define THREAD_REQUESTS 256
+#define THREAD_ROUNDS   200
+
+struct thread_job {
+    const struct rules_set *set;
+    char (*paths)[64];
+    const uint32_t *expected;  /* rule per path, UINT32_MAX for none */
+    unsigned wrong;
+};
+
+static void *thread_main(void *arg)
+{
+    struct thread_job *job = arg;
+    struct rules_match m;
+    char out[256];
+    size_t n;
+
+    for (unsigned r = 0; r < THREAD_ROUNDS; r++)
+        for (unsigned i = 0; i < THREAD_REQUESTS; i++) {
+            const char *p = job->paths[i];
+            bool hit = rules_match(job->set, p, strlen(p), "k=1", 3, 0, &m);
+            if (hit != (job->expected[i] != UINT32_MAX) || (hit && m.rule != job->expected[i]))
+                job->wrong++;
+            else if (hit)
+                rules_expand(job->set, &m, p, "k=1", 3, out, sizeof(out), &n);
+        }
+    return NULL;
+}
+
+/* A loaded set is read-only: threads match against it at once and get what one thread got
+ * (run under ThreadSanitizer, a write anywhere would show). */
+static void test_threads(void)
+{
+    static char text[60 * 200], paths[THREAD_REQUESTS][64];
+    static uint32_t expected[THREAD_REQUESTS];
+    struct thread_job jobs[THREADS];
+    pthread_t tid[THREADS];
+    struct rules_match m;
+
+    random_file(text, sizeof(text), 60);
+    struct rules_set *s = rules_parse_redirects("_redirects", text, strlen(text), &diag);
+    ok(s != NULL, "a set for threads loads");
+    if (!s)
+        return;
+    for (unsigned i = 0; i < THREAD_REQUESTS; i++) {
+        random_path(paths[i], sizeof(paths[i]));
+        expected[i] = rules_match(s, paths[i], strlen(paths[i]), "k=1", 3, 0, &m) ? m.rule
+                                                                                  : UINT32_MAX;
+    }
+    for (unsigned t = 0; t < THREADS; t++) {
+        jobs[t] = (struct thread_job){ s, paths, expected, 0 };
+        pthread_create(&tid[t], NULL, thread_main, &jobs[t]);
+    }
+    unsigned wrong = 0;
+    for (unsigned t = 0; t < THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        wrong += jobs[t].wrong;
+    }
+    is_int(wrong, 0, "4 threads matching one set get what one thread got");
+    rules_free(s);
 }
 
 int main(void)
@@ -898,6 +982,7 @@ int main(void)
     test_property();
     test_property_all();
     test_pattern_reference();
+    test_threads();
     test_no_allocation();
     return done_testing();
 }
