@@ -246,7 +246,8 @@ static int rules_index(struct rules_set *set)
 
 /* ---- matching ---- */
 
-/* Find key=... in the raw query q/qlen: true with the value's view in *val. */
+/* Find key=... in the raw query q/qlen: true with the view of its value (empty for a bare
+ * key) at q[*voff .. *voff + *vlen). */
 static bool rules_query_find(const char *q, size_t qlen, const char *key, size_t klen,
                              size_t *voff, size_t *vlen)
 {

@@ -115,7 +115,11 @@ struct rules_match {
     struct rules_capture cap[RULES_MAX_CAPTURES];
 };
 
-#define RULES_MATCH_FORCED_ONLY 1u /* a file exists at the path: rules without `!` step aside */
+/* A file exists at the path: rules without `!` step aside (Netlify's shadowing). A caller that
+ * would rather not look for the file on every request matches without it first, and only
+ * when the rule found is not forced looks for the file and, if there is one, matches again
+ * with this flag. */
+#define RULES_MATCH_FORCED_ONLY 1u
 
 /* Diagnostics of a load: the error (one "FILE:LINE: reason", NUL-terminated) and, for every
  * rule skipped because lfhttpd cannot evaluate its conditions, one call of warn (may be NULL)
