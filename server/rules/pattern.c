@@ -7,12 +7,6 @@
 
 #include "http/path.h"
 
-static bool pattern_name_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
-}
-
 /* Check the `{..}` groups of src (balanced, not nested, not empty) and count the
  * alternatives they make. Returns the count, or 0 with *why set. */
 static unsigned pattern_count_alternatives(const char *src, size_t len, const char **why)
@@ -45,7 +39,7 @@ static unsigned pattern_count_alternatives(const char *src, size_t len, const ch
         }
         total *= options;
         if (total > RULES_MAX_ALTERNATIVES) {
-            *why = "more than 16 alternatives in '{..}'";
+            *why = "more than " RULES_STR(RULES_MAX_ALTERNATIVES) " alternatives in '{..}'";
             return 0;
         }
         i = j;
@@ -108,7 +102,7 @@ static int pattern_seg_kind(const char *s, size_t len, bool last, const char **w
                 return -1;
             }
         if (len - 1 > RULES_MAX_NAME) {
-            *why = "a placeholder's name is longer than 31 bytes";
+            *why = "a placeholder's name is longer than " RULES_STR(RULES_MAX_NAME) " bytes";
             return -1;
         }
         if (len == 6 && memcmp(s + 1, "splat", 5) == 0) {
@@ -165,7 +159,7 @@ static int pattern_add_alt(struct pattern *p, const char *in, size_t len, size_t
         if (kind < 0)
             return -1;
         if (*nseg - a->seg_first == RULES_MAX_SEGMENTS) {
-            *why = "more than 32 segments";
+            *why = "more than " RULES_STR(RULES_MAX_SEGMENTS) " segments";
             return -1;
         }
         struct pattern_seg *s = &p->seg[(*nseg)++];
@@ -183,7 +177,7 @@ static int pattern_add_alt(struct pattern *p, const char *in, size_t len, size_t
             s->slot = p->splat = pattern_slot(names, "splat", 5);
         splat_taken |= kind == PATTERN_ANY || kind == PATTERN_GLOB;
         if (captures && s->slot == RULES_NO_SLOT) {
-            *why = "more than 8 captures";
+            *why = "more than " RULES_STR(RULES_MAX_CAPTURES) " captures";
             return -1;
         }
     }
@@ -200,7 +194,7 @@ static int pattern_decode(const char *src, size_t len, char *dec, size_t *dlen, 
     int rc = path_percent_decode(src, len, dec, RULES_MAX_PATTERN + 1, dlen);
 
     if (rc == -ENAMETOOLONG) {
-        *why = "pattern longer than 512 bytes";
+        *why = "pattern longer than " RULES_STR(RULES_MAX_PATTERN) " bytes";
         return -1;
     }
     if (rc < 0) {

@@ -39,6 +39,17 @@
 #define RULES_MAX_NAME         31   /* bytes of a placeholder's name */
 #define RULES_NO_SLOT          0xff /* a segment that captures nothing */
 
+/* Bounds in the static reasons of pattern_compile. */
+#define RULES_STR_(x) #x
+#define RULES_STR(x)  RULES_STR_(x)
+
+/* True if c may be part of a placeholder's name (after its ':'). */
+static inline bool pattern_name_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
 /* One captured value: a view (offset, length) into the path, or into the query string when
  * in_query is set. Unset slots (a placeholder of another alternative) have set == false. */
 struct rules_capture {

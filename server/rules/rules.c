@@ -13,6 +13,10 @@
 #define RULES_FNV_OFFSET 0xcbf29ce484222325ull
 #define RULES_FNV_PRIME  0x100000001b3ull
 
+/* First room of the growing arrays of a set being loaded (doubled when full). */
+#define RULES_FIRST_RULES   16
+#define RULES_FIRST_ENTRIES 64
+
 /* One key of a table: its rules' indices are list[first .. first + count), in file order. */
 struct rules_slot {
     uint64_t hash;
@@ -62,7 +66,7 @@ struct rules_set *rules_set_new(void)
 struct rules_rule *rules_append(struct rules_set *set)
 {
     if (set->count == set->cap) {
-        uint32_t cap = set->cap ? set->cap * 2 : 16;
+        uint32_t cap = set->cap ? set->cap * 2 : RULES_FIRST_RULES;
         struct rules_rule *r = realloc(set->rule, cap * sizeof(*r));
         if (!r)
             return NULL;
@@ -118,7 +122,7 @@ void rules_free(struct rules_set *set)
 static int rules_entry_add(struct rules_entries *es, const char *key, size_t klen, uint32_t rule)
 {
     if (es->n == es->cap) {
-        size_t cap = es->cap ? es->cap * 2 : 64;
+        size_t cap = es->cap ? es->cap * 2 : RULES_FIRST_ENTRIES;
         struct rules_entry *e = realloc(es->e, cap * sizeof(*e));
         if (!e)
             return -1;
@@ -509,8 +513,8 @@ static int rules_subst(const struct rules_rule *r, const struct rules_match *m, 
     for (size_t i = 0; tpl[i];) {
         size_t j = i + 1;
         int slot = -1, rc;
-        if (tpl[i] == ':' && rules_name_char((unsigned char)tpl[j])) {
-            while (rules_name_char((unsigned char)tpl[j]))
+        if (tpl[i] == ':' && pattern_name_char((unsigned char)tpl[j])) {
+            while (pattern_name_char((unsigned char)tpl[j]))
                 j++;
             slot = rules_slot_of(r, tpl + i + 1, j - i - 1);
         }

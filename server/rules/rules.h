@@ -38,6 +38,9 @@
  * where they can be seen: every exact and prefix redirect or forced rewrite is followed, with
  * a probe path that it matches, through the rules themselves (a rewrite without `!` ends a
  * chain: its target is meant to be a file, and a file shadows such rules).
+ *
+ * Files: pattern.[ch] (compiling and matching one pattern), rules.c (the set, its index, the
+ * targets, loops), rules_parse.c (the two file formats), rules_internal.h (between the two).
  */
 #ifndef LF_RULES_RULES_H
 #define LF_RULES_RULES_H

@@ -19,11 +19,4 @@ void rules_rule_free(struct rules_rule *r);
  */
 int rules_finish(struct rules_set *set, const char *file, struct rules_diag *diag);
 
-/* True if c may follow ':' in a placeholder's name. */
-static inline bool rules_name_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
-}
-
 #endif /* LF_RULES_INTERNAL_H */

@@ -94,7 +94,9 @@ static bool rules_unsupported_condition(const char *f)
 
 static bool rules_is_url(const char *f)
 {
-    return strncmp(f, "http://", 7) == 0 || strncmp(f, "https://", 8) == 0;
+    static const char http[] = "http://", https[] = "https://";
+
+    return strncmp(f, http, sizeof(http) - 1) == 0 || strncmp(f, https, sizeof(https) - 1) == 0;
 }
 
 /* STATUS[!]: true with *status and *force when f is one. */
@@ -135,8 +137,9 @@ static int rules_query_field(struct rules_parser *ps, struct rules_rule *r, cons
     size_t vlen = strlen(v);
     c->slot = RULES_NO_SLOT;
     if (v[0] == ':') {
-        size_t n = strspn(v + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                 "0123456789_");
+        size_t n = 0;
+        while (pattern_name_char((unsigned char)v[1 + n]))
+            n++;
         if (n == 0 || n != vlen - 1 || n > RULES_MAX_NAME || strcmp(v, ":splat") == 0)
             return rules_error(ps, "query capture '%.*s' is not ':name'", RULES_QUOTE, v);
         unsigned before = r->names.count;
