@@ -286,14 +286,18 @@ static bool rules_skipped(struct rules_parser *ps, char **f, int n)
 static int rules_redirect_line(struct rules_parser *ps, char *line, size_t len)
 {
     char *f[RULES_MAX_FIELDS];
-    int n = rules_fields(line, f), k = 1;
+    size_t lead = strspn(line, " \t");
+    int n, k = 1;
     const char *why;
     (void)len;
 
+    if (line[lead] == '\0' || line[lead] == '#')
+        return 0; /* before splitting: a comment may have any number of words */
+    n = rules_fields(line, f);
     if (n < 0)
         return rules_error(ps, "more than %d fields", RULES_MAX_FIELDS);
-    if (n == 0 || f[0][0] == '#')
-        return 0;
+    if (n == 0)
+        return 0; /* not reached: the line has a non-blank byte */
     if (rules_skipped(ps, f, n))
         return 0;
     struct rules_rule *r = rules_append(ps->set);
@@ -302,8 +306,7 @@ static int rules_redirect_line(struct rules_parser *ps, char *line, size_t len)
     r->line = ps->line;
     if (pattern_compile(&r->from, f[0], strlen(f[0]), &r->names, &why) < 0)
         return rules_error(ps, "pattern '%.*s': %s", RULES_QUOTE, f[0], why);
-    for (; k < n && f[k][0] != '/' && !rules_is_url(f[k]) && strchr(f[k], '=') &&
-           !rules_status_field(f[k], &r->status, &r->force); k++)
+    for (; k < n && f[k][0] != '/' && !rules_is_url(f[k]) && strchr(f[k], '='); k++)
         if (rules_query_field(ps, r, f[k]) < 0)
             return -1;
     if (k == n || rules_status_field(f[k], &r->status, &r->force))

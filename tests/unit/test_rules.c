@@ -237,7 +237,8 @@ static void test_patterns(void)
 static void test_netlify_examples(void)
 {
     struct rules_set *s = redirects(
-        "# Redirects from what the browser requests to what we serve\n"
+        "# Redirects from what the browser requests to what we serve, in the order of the "
+        "documentation, each example as its page writes it\n"
         "/home              /\n"
         "/blog/my-post.php  /blog/my-post\n"
         "/news              /blog\n"
