@@ -13,6 +13,9 @@
 #define RULES_FNV_OFFSET 0xcbf29ce484222325ull
 #define RULES_FNV_PRIME  0x100000001b3ull
 
+/* Bytes of a path that loop detection follows (a longer one ends the check). */
+#define RULES_PROBE_MAX 256
+
 /* First room of the growing arrays of a set being loaded (doubled when full). */
 #define RULES_FIRST_RULES   16
 #define RULES_FIRST_ENTRIES 64
@@ -630,27 +633,42 @@ static bool rules_follows(const struct rules_rule *r)
            (r->kind == RULES_REDIRECT || (r->kind == RULES_REWRITE && r->force));
 }
 
-/* A path that rule r matches without query, when r is an exact or prefix rule: its key, with
- * one more segment for a prefix. False for a dynamic rule. */
+/* A path that rule r matches without query: its first alternative with every wildcard and
+ * placeholder filled with one word ("/old/ *" gives /old/probe). False when that does not
+ * fit or does not match (a rule then goes unchecked). */
 static bool rules_probe(const struct rules_rule *r, char *buf, size_t cap, size_t *len)
 {
-    static const char more[] = "/probe";
-    const char *key;
-    size_t klen;
-    bool bucketed;
-    enum pattern_class c = pattern_classify(&r->from, 0, &key, &klen, &bucketed);
+    static const char word[] = "probe";
+    const size_t wlen = sizeof(word) - 1;
+    const struct pattern *p = &r->from;
+    const struct pattern_alt *a = &p->alt[0];
+    struct rules_capture scratch[RULES_MAX_CAPTURES];
+    size_t n = 0;
 
-    if (c == PATTERN_DYNAMIC || klen + sizeof(more) > cap)
-        return false;
-    memcpy(buf, key, klen);
-    *len = klen;
-    if (c == PATTERN_PREFIX) {
-        memcpy(buf + klen, more, sizeof(more));
-        *len += sizeof(more) - 1;
-    } else if (klen == 0) {
-        buf[(*len)++] = '/'; /* the root's key is "" */
+    for (unsigned i = 0; i < a->seg_count; i++) {
+        const struct pattern_seg *s = &p->seg[a->seg_first + i];
+        const char *t = p->text + s->off;
+        if (n + 1 + (size_t)(s->len + 1) * wlen >= cap)
+            return false;
+        buf[n++] = '/';
+        if (s->kind == PATTERN_PARAM || s->kind == PATTERN_ANY) {
+            memcpy(buf + n, word, wlen);
+            n += wlen;
+            continue;
+        }
+        for (unsigned k = 0; k < s->len; k++) {
+            if (t[k] != '*') {
+                buf[n++] = t[k];
+                continue;
+            }
+            memcpy(buf + n, word, wlen);
+            n += wlen;
+        }
     }
-    return true;
+    if (n == 0)
+        buf[n++] = '/';
+    *len = n;
+    return pattern_match(p, buf, n, scratch);
 }
 
 /* The path of the next request after m (a Location is decoded and normalised first). */
@@ -671,31 +689,36 @@ static bool rules_next_path(const struct rules_set *set, const struct rules_matc
     return path_normalize(target, tlen, next, cap, len) == 0;
 }
 
-/* Follow rule i's probe path through the rules; a rule met twice is a loop. */
+/* Follow rule i's probe path through the rules; a path met twice is a loop. (A rule met twice
+ * is not: /x/ * to /y/:splat and /y/a/ * to /x/:splat end, having applied /x/ * twice.) Paths
+ * longer than RULES_PROBE_MAX are not followed. */
 static int rules_check_loop(const struct rules_set *set, uint32_t i, const char *file,
                             struct rules_diag *diag)
 {
     char path[RULES_MAX_EXPANDED], trail[RULES_ERR_MAX / 2];
-    uint32_t seen[RULES_MAX_CHAIN];
+    char seen[RULES_MAX_CHAIN][RULES_PROBE_MAX];
+    uint32_t by[RULES_MAX_CHAIN];
     size_t plen, tn;
     struct rules_match m;
 
     if (!rules_follows(&set->rule[i]) || !rules_probe(&set->rule[i], path, sizeof(path), &plen))
         return 0;
     tn = (size_t)snprintf(trail, sizeof(trail), "%.*s", (int)plen, path);
-    for (unsigned n = 0; n < RULES_MAX_CHAIN; n++) {
+    for (unsigned n = 0; n < RULES_MAX_CHAIN && plen < RULES_PROBE_MAX; n++) {
         if (!rules_match(set, path, plen, NULL, 0, 0, &m) || !rules_follows(&set->rule[m.rule]))
             return 0;
         /* A rewrite whose target falls under its own pattern serves it (see rules.h). */
-        if (n > 0 && seen[n - 1] == m.rule && set->rule[m.rule].kind == RULES_REWRITE)
+        if (n > 0 && by[n - 1] == m.rule && set->rule[m.rule].kind == RULES_REWRITE)
             return 0;
         for (unsigned k = 0; k < n; k++)
-            if (seen[k] == m.rule) {
+            if (strlen(seen[k]) == plen && memcmp(seen[k], path, plen) == 0) {
                 snprintf(diag->error, sizeof(diag->error), "%s:%u: redirect loop: %s", file,
-                         set->rule[m.rule].line, trail);
+                         set->rule[by[k]].line, trail);
                 return -1;
             }
-        seen[n] = m.rule;
+        memcpy(seen[n], path, plen);
+        seen[n][plen] = '\0';
+        by[n] = m.rule;
         if (!rules_next_path(set, &m, path, path, sizeof(path), &plen))
             return 0;
         if (tn < sizeof(trail))

@@ -35,9 +35,10 @@
  * afresh. A rewrite's target is matched again by the caller, at most RULES_MAX_CHAIN times
  * per request, except against the rule that rewrote it: a rule whose target falls under its
  * own pattern (`/app/ *` to /app/index.html) serves its target. Loops are refused at load
- * where they can be seen: every exact and prefix redirect or forced rewrite is followed, with
- * a probe path that it matches, through the rules themselves (a rewrite without `!` ends a
- * chain: its target is meant to be a file, and a file shadows such rules).
+ * where they can be seen: every redirect or forced rewrite without query conditions is
+ * followed, from a probe path that it matches (its wildcards and placeholders filled with one
+ * word), through the rules themselves for up to RULES_MAX_CHAIN steps (a rewrite without `!`
+ * ends a chain: its target is meant to be a file, and a file shadows such rules).
  *
  * Files: pattern.[ch] (compiling and matching one pattern), rules.c (the set, its index, the
  * targets, loops), rules_parse.c (the two file formats), rules_internal.h (between the two).

@@ -444,8 +444,16 @@ static void test_loops(void)
             "_redirects:1: redirect loop: /x/probe -> /y/probe -> /x/probe");
     refused(false, "/p /q 200!\n/q /p 200!\n", "_redirects:1: redirect loop: /p -> /q -> /p");
     refused(false, "/ /home 301\n/home /%2f 301\n", "_redirects:1: redirect loop: / -> /home -> /");
+    refused(false, "/blog/:slug /posts/:slug 301\n/posts/:slug /blog/:slug 301\n",
+            "_redirects:1: redirect loop: /blog/probe -> /posts/probe -> /blog/probe");
+    refused(false, "/**/*.htm /:splat/index.htm 301\n",
+            "_redirects:1: redirect loop: /probe/probe.htm -> /probe/index.htm -> "
+            "/probe/index.htm");
 
-    struct rules_set *s = redirects("/* /index.html 200\n/a /b 301\n/b /c 301\n"
+    struct rules_set *s = redirects("/x/* /y/:splat 301\n/y/probe/* /x/:splat 301\n");
+    ok(s != NULL, "no loop: a rule applied twice on the way to a path with no rule");
+    rules_free(s);
+    s = redirects("/* /index.html 200\n/a /b 301\n/b /c 301\n"
                                     "/c https://example.com/a 301\n/d /d 200\n"
                                     "/q id=:id /q 301\n");
     ok(s != NULL, "no loop: a rewrite to a file, a chain, an absolute URL, a condition");
