@@ -22,8 +22,10 @@
  * (prefixes: the hash is computed incrementally, so the path is read once), and its first
  * segment (buckets); the candidates of each list are taken in file order and the best one so
  * far bounds the rest, so that the result is the first match of a linear scan (a property
- * test checks exactly that). Only dynamic candidates run the pattern matcher; the winner runs
- * it once more to fill its captures.
+ * test checks exactly that). Only dynamic candidates run the pattern matcher, and that first
+ * compares the literal end of a pattern's last segment with the end of the path, which keeps
+ * rules that begin with a wildcard cheap to pass over; the winner runs the matcher once more
+ * to fill its captures.
  *
  * Bounds (the limits of Cloudflare Pages, which keeps files portable): RULES_MAX_STATIC exact
  * and prefix rules plus RULES_MAX_DYNAMIC others per `_redirects` file, RULES_MAX_HEADER_RULES
