@@ -133,7 +133,7 @@ LLHTTP_OBJS := $(BUILD)/llhttp/llhttp.o $(BUILD)/llhttp/api.o $(BUILD)/llhttp/ht
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-FUZZERS := fuzz_request fuzz_connection fuzz_config
+FUZZERS := fuzz_request fuzz_connection fuzz_config fuzz_rules
 FUZZ_SECONDS ?= 60
 
 .PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test \
@@ -171,6 +171,8 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a
 # test_client_limits counts every allocation the library makes (none may follow the table's).
 $(BUILD)/tests/test_client_limits: private LDFLAGS += \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
+# test_rules too: matching and expanding a rule allocate nothing.
+$(BUILD)/tests/test_rules: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
 unit: $(UNIT_BINS)
 

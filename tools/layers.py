@@ -26,6 +26,8 @@ LAYERS = [
                   "timers, and the pattern's variants (edge, half-sync/half-async, reuseport)"),
     ("server/http", "HTTP/1.1 without I/O: the llhttp parser, requests, response heads, dates, "
                     "paths, the PROXY protocol"),
+    ("server/rules", "site rules without I/O: path patterns, `_redirects` and `_headers` files, "
+                     "the rule set's index, targets"),
     ("server/net", "sockets and TLS: listening sockets, TLS contexts and tickets"),
     ("server/conf", "configuration: the parser, the directive registry, sites and locations, "
                     "one generation (runtime)"),

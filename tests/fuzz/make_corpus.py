@@ -9,7 +9,10 @@ extensions, trailers), Expect, pipelining, limits, and the HTTP/2 preface.
 fuzz_config: each seed is a configuration file: the shipped ones (conf/*.conf), one that uses
 every directive, and small files like the ones the tests write, valid and with each kind of
 mistake. Paths are the ones the harness's scratch directory has (www/, conf/mime.types,
-conf/htpasswd)."""
+conf/htpasswd).
+
+fuzz_rules: each seed is a mode byte, a `_redirects` or `_headers` file (or one pattern), a NUL
+and request paths; see the harness."""
 
 import os
 
@@ -198,6 +201,53 @@ CONFIGS = {
 }
 
 
+# fuzz_rules: [mode byte][file]\0[requests, one a line]. Mode bit 0: _headers (else
+# _redirects); bit 1: the file's first line is one pattern, matched directly.
+REDIRECTS = b"""# every kind of rule
+/home              /
+/old/*             /new/:splat          301
+/news/:year/:slug  /blog/:year-:slug.html 302
+/store id=:id      /items/:id           301
+/things type=photos /photos             303
+/assets/**/*.{js,css} /static/:splat    307
+/app/*             /app/index.html      200!
+/en/*              /en/404.html         404
+/gone              /gone.html           410
+/ext               https://example.com/x?a=1#f 308
+/  /anz  302  Country=au,nz
+https://host.example/* /x 301
+/*                 /index.html          200
+"""
+REQUESTS = (b"/home\n/old/a/b/?x=1\n/news/2024/hi\n/store?id=7\n/things?type=photos\n"
+            b"/assets/a/b/c.js\n/app/x\n/en/zz\n/gone\n/ext?q\n/\n/r/a\r\nb\n")
+HEADERS = b"""# a comment
+/secure/page
+  X-Frame-Options: DENY
+  Referrer-Policy: no-referrer
+/static/*
+  Access-Control-Allow-Origin: *
+/movies/:title
+  X-Movie: watching ":title"
+https://myproject.pages.dev/*
+  X-Robots-Tag: noindex
+/*
+  Content-Security-Policy: default-src 'self'
+/*.jpg
+  ! Content-Security-Policy
+"""
+RULES = {
+    "redirects": b"\x00" + REDIRECTS + b"\x00" + REQUESTS,
+    "redirects-crlf": b"\x00/a /b 301\r\n/b/* /c/:splat 200\r\n\x00/a\n/b/x\n",
+    "redirects-loop": b"\x00/a /b 301\n/b /a 301\n\x00/a\n",
+    "redirects-errors": b"\x00/a{b /c\n/a /b 299\n\x00/a\n",
+    "headers": b"\x01" + HEADERS + b"\x00/secure/page\n/static/a.jpg\n/movies/Up\n/x.jpg\n",
+    "headers-errors": b"\x01  X-A: b\n/a\n\x00/a\n",
+    "pattern-glob": b"\x02/assets/**/*.{js,css}\x00/assets/a/b/c.js\n/assets/x.css\n/y\n",
+    "pattern-placeholders": b"\x02/news/:year/:slug/*\x00/news/2024/hi\n/news/2024/hi/a/b/\n",
+    "pattern-stars": b"\x02/a/*-*.x/**/b*c\x00/a/q-r-s.x/d/e/bxxc\n/a/-.x/bc\n",
+}
+
+
 def main():
     d = os.path.join(HERE, "corpus", "fuzz_config")
     os.makedirs(d, exist_ok=True)
@@ -209,6 +259,11 @@ def main():
     for name, text in CONFIGS.items():
         with open(os.path.join(d, name), "wb") as f:
             f.write(text)
+    d = os.path.join(HERE, "corpus", "fuzz_rules")
+    os.makedirs(d, exist_ok=True)
+    for name, data in RULES.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
     for harness, prefixes in PREFIXES.items():
         d = os.path.join(HERE, "corpus", harness)
         os.makedirs(d, exist_ok=True)
