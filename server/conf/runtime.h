@@ -44,6 +44,10 @@ struct runtime {
     /* Handler types' state for this generation, and how each is freed (handler.h). */
     void *handler_state[RUNTIME_TYPES_MAX];
     void (*handler_free[RUNTIME_TYPES_MAX])(void *state);
+    /* Frees the runtime and what it holds: set by its builder (runtime_build), which knows
+     * what that is (handler instances, user files, TLS contexts, the access log), so that
+     * this layer needs to know none of it. */
+    void (*destroy)(struct runtime *rt);
 };
 
 /* Build a runtime from `cfg` (whose allocations it takes over, even on failure). Opens roots,
@@ -53,7 +57,7 @@ struct server;
 struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned generation);
 void runtime_ref(struct runtime *rt);
 void runtime_unref(struct runtime *rt);
-/* Free a runtime whose last reference is gone (or that failed to build). */
+/* Free a runtime whose last reference is gone (or that failed to build): rt->destroy. */
 void runtime_free(struct runtime *rt);
 
 #endif
