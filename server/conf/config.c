@@ -647,10 +647,20 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
     return cli_finish(cfg, &cl);
 }
 
+void config_http_limits(struct config *cfg)
+{
+    cfg->http = (struct http_limits){ .max_head_size = cfg->max_head_size,
+                                      .max_uri_length = cfg->max_uri_length,
+                                      .max_headers = cfg->max_headers,
+                                      .max_body_size = cfg->max_body_size };
+}
+
 enum config_result config_from_args(struct config *cfg, int argc, char **argv)
 {
     enum config_result r = parse_args(cfg, argc, argv);
     if (r != CONFIG_OK)
         config_free(cfg); /* nothing half-built outlives a failed parse */
+    else
+        config_http_limits(cfg);
     return r;
 }

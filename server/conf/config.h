@@ -14,6 +14,7 @@
 
 #include "base/netaddr.h"
 #include "conf/site.h"
+#include "http/http_parser.h"
 
 #define CONFIG_MAX_LISTEN 16
 #define CONFIG_MAX_CERTS 16
@@ -66,6 +67,8 @@ struct config {
     unsigned max_headers;   /* -> 431 */
     size_t max_uri_length;  /* -> 414 */
     uint64_t max_body_size; /* -> 413 */
+    struct http_limits http; /* the four above, as the parser takes them: filled by
+                                config_from_args (after the directives set those) */
     unsigned max_connections;
 
     /* Per-client limits (client_limits.c). The top level's limit_conn_per_ip counts connections;
@@ -130,6 +133,9 @@ enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK, CONFIG_ERROR };
 /* Fill `cfg` from the command line (and the file named by --config). Prints usage, version or
  * the error line itself; the caller exits 0 for CONFIG_EXIT_OK and 2 for CONFIG_ERROR. */
 enum config_result config_from_args(struct config *cfg, int argc, char **argv);
+/* Fill cfg->http from the four limits the directives set (config_from_args does it; one who
+ * changes those afterwards calls it again). */
+void config_http_limits(struct config *cfg);
 
 /* Free what config_from_args allocated. */
 void config_free(struct config *cfg);

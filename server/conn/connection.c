@@ -1177,7 +1177,7 @@ static enum step body_input(struct conn *c, struct worker *w, struct input *in)
 {
     struct http_request unused;
     struct body_delivery bd = { c, w, 0 };
-    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &unused,
+    struct http_parse ps = { .parser = &c->parser, .limits = &c->rt->cfg.http, .req = &unused,
                              .body = &c->body, .on_body = c->xd ? deliver_body : NULL,
                              .body_arg = &bd };
     size_t used = 0;
@@ -1280,7 +1280,7 @@ static enum step head_input(struct conn *c, struct worker *w, struct input *in)
         runtime_unref(old);
     }
     struct http_request req;
-    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &req,
+    struct http_parse ps = { .parser = &c->parser, .limits = &c->rt->cfg.http, .req = &req,
                              .body = &c->body };
     size_t used = 0;
     enum http_parse_result r = http_parse_head(&ps, in->buf + in->pos, in->have - in->pos, &used);

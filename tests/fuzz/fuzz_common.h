@@ -78,6 +78,7 @@ static inline void fz_limits(struct config *cfg, uint8_t sel)
         cfg->max_uri_length = 8 * 1024;
         cfg->max_body_size = 1024 * 1024;
     }
+    config_http_limits(cfg);
 }
 
 #endif

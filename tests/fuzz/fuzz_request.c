@@ -221,7 +221,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     http_parser_init(&parser);
     struct http_request req;
     struct http_body_count body = { 0, 0 };
-    struct http_parse ps = { .parser = &parser, .cfg = &cfg, .req = &req, .body = &body };
+    struct http_parse ps = { .parser = &parser, .limits = &cfg.http, .req = &req, .body = &body };
     size_t pos = 0, avail = len ? fz_chunk(&rng, len) : 0;
     bool in_body = false;
     for (unsigned guard = 0; guard < 100000; guard++) {
