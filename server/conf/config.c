@@ -655,6 +655,17 @@ void config_http_limits(struct config *cfg)
                                       .max_body_size = cfg->max_body_size };
 }
 
+void config_tls_settings(const struct config *cfg, struct tls_settings *out)
+{
+    *out = (struct tls_settings){ .certs = cfg->certs, .ncerts = cfg->ncerts,
+                                  .passphrase_file = cfg->tls_passphrase_file,
+                                  .session_cache = cfg->tls_session_cache,
+                                  .session_timeout = cfg->tls_session_timeout,
+                                  .ticket_rotation = cfg->tls_ticket_rotation,
+                                  .ticket_key_file = cfg->tls_ticket_key_file,
+                                  .config_file = cfg->config_file };
+}
+
 enum config_result config_from_args(struct config *cfg, int argc, char **argv)
 {
     enum config_result r = parse_args(cfg, argc, argv);

@@ -15,9 +15,10 @@
 #include "base/netaddr.h"
 #include "conf/site.h"
 #include "http/http_parser.h"
+#include "net/tls.h"
 
 #define CONFIG_MAX_LISTEN 16
-#define CONFIG_MAX_CERTS 16
+#define CONFIG_MAX_CERTS TLS_MAX_CERTS
 #define CONFIG_MAX_ENV_PASS 32
 
 struct listen_addr {
@@ -30,14 +31,6 @@ struct listen_addr {
     unsigned line;          /* line in config_file it came from; 0: the command line */
     char fdname[64];        /* `systemd:NAME`: the sockets systemd passed under that name
                                (systemd.h); ss is then unset */
-};
-
-/* One certificate for the TLS listeners (tls_certificate / --cert + --key). */
-struct tls_cert_conf {
-    char cert[PATH_MAX];    /* PEM: the certificate, then its chain (intermediates) */
-    char key[PATH_MAX];     /* PEM private key, possibly encrypted (tls_passphrase_file) */
-    char names[512];        /* SNI names, space-separated; empty: the certificate's own names */
-    unsigned line;          /* line in config_file it came from; 0: the command line */
 };
 
 struct config {
@@ -136,6 +129,8 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv);
 /* Fill cfg->http from the four limits the directives set (config_from_args does it; one who
  * changes those afterwards calls it again). */
 void config_http_limits(struct config *cfg);
+/* What the TLS context is built from (tls_ctx_create): views into `cfg`, valid as long as it. */
+void config_tls_settings(const struct config *cfg, struct tls_settings *out);
 
 /* Free what config_from_args allocated. */
 void config_free(struct config *cfg);

@@ -182,7 +182,9 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     if (!rt->cfg.test_only && access_log_open(rt) < 0)
         goto fail;
     if (rt->cfg.ncerts > 0) {
-        rt->tls = tls_ctx_create(&rt->cfg); /* prints its own FILE:LINE error line */
+        struct tls_settings ts;
+        config_tls_settings(&rt->cfg, &ts);
+        rt->tls = tls_ctx_create(&ts); /* prints its own FILE:LINE error line */
         if (!rt->tls)
             goto fail;
     }
