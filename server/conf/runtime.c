@@ -17,3 +17,32 @@ void runtime_unref(struct runtime *rt)
     if (rt && atomic_fetch_sub_explicit(&rt->refs, 1, memory_order_acq_rel) == 1)
         runtime_free(rt);
 }
+
+void runtime_slot_init(struct runtime_slot *s)
+{
+    atomic_init(&s->rt, NULL);
+    pthread_mutex_init(&s->lock, NULL);
+}
+
+void runtime_slot_destroy(struct runtime_slot *s)
+{
+    runtime_unref(atomic_exchange(&s->rt, NULL));
+    pthread_mutex_destroy(&s->lock);
+}
+
+struct runtime *runtime_current(struct runtime_slot *s)
+{
+    pthread_mutex_lock(&s->lock);
+    struct runtime *rt = atomic_load_explicit(&s->rt, memory_order_acquire);
+    runtime_ref(rt);
+    pthread_mutex_unlock(&s->lock);
+    return rt;
+}
+
+void runtime_publish(struct runtime_slot *s, struct runtime *rt)
+{
+    pthread_mutex_lock(&s->lock);
+    struct runtime *old = atomic_exchange_explicit(&s->rt, rt, memory_order_acq_rel);
+    pthread_mutex_unlock(&s->lock);
+    runtime_unref(old);
+}

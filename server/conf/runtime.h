@@ -13,6 +13,7 @@
 #ifndef LF_RUNTIME_H
 #define LF_RUNTIME_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "conf/config.h"
@@ -56,6 +57,18 @@ struct runtime {
 struct server;
 struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned generation);
 void runtime_ref(struct runtime *rt);
+
+/* The current generation: the one a reload publishes and the next request takes. */
+struct runtime_slot {
+    _Atomic(struct runtime *) rt;
+    pthread_mutex_t lock;        /* serialises taking a reference with publishing a new one */
+};
+void runtime_slot_init(struct runtime_slot *s);
+void runtime_slot_destroy(struct runtime_slot *s); /* drops the slot's reference */
+/* A reference to the current runtime (the caller must runtime_unref it). */
+struct runtime *runtime_current(struct runtime_slot *s);
+/* Publish `rt`, taking over the caller's reference; drops the previous runtime's. */
+void runtime_publish(struct runtime_slot *s, struct runtime *rt);
 void runtime_unref(struct runtime *rt);
 /* Free a runtime whose last reference is gone (or that failed to build): rt->destroy. */
 void runtime_free(struct runtime *rt);

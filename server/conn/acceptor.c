@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "conn/connection.h"
+#include "lf/handle_set.h"
 #include "log/log.h"
-#include "daemon/server.h"
 
 #define ACCEPT_BATCH 32
 
@@ -76,7 +76,7 @@ static void set_url(struct listener *l, int fd)
     }
 }
 
-int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
+int acceptor_open(struct conn_list *conns, struct listener *l, bool reuseport,
                   const struct sockaddr_storage *bind_to)
 {
     const struct listen_addr *la = &l->addr;
@@ -106,11 +106,11 @@ int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
     set_url(l, fd);
     l->eh.fd = fd;
     l->eh.ops = &acceptor_ops;
-    l->srv = srv;
+    l->conns = conns;
     return 0;
 }
 
-int acceptor_adopt(struct server *srv, struct listener *l, int fd)
+int acceptor_adopt(struct conn_list *conns, struct listener *l, int fd)
 {
     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (copy < 0) {
@@ -120,7 +120,7 @@ int acceptor_adopt(struct server *srv, struct listener *l, int fd)
     set_url(l, copy);
     l->eh.fd = copy;
     l->eh.ops = &acceptor_ops;
-    l->srv = srv;
+    l->conns = conns;
     l->inherited = true;
     return 0;
 }
@@ -138,9 +138,10 @@ int acceptor_start(struct listener *l)
 
 void acceptor_resume(struct listener *l)
 {
-    struct server *srv = l->srv;
-    if (atomic_load_explicit(&srv->draining, memory_order_acquire) ||
-        atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed))
+    struct conn_list *cl = l->conns;
+    if (atomic_load_explicit(&cl->draining, memory_order_acquire) ||
+        atomic_load_explicit(&cl->open, memory_order_relaxed) >=
+            atomic_load_explicit(&cl->max, memory_order_relaxed))
         return;
     int expected = 1;
     if (!atomic_compare_exchange_strong(&l->paused, &expected, 0))
@@ -155,14 +156,15 @@ void acceptor_resume(struct listener *l)
  * the others go to the handle set. Returns whether the listener is to be re-armed. */
 static bool accept_batch(struct listener *l, struct worker *w, struct conn **held)
 {
-    struct server *srv = l->srv;
+    struct conn_list *cl = l->conns;
     if (atomic_load_explicit(&l->closed, memory_order_relaxed))
         return false; /* removed by a reload (edge mode: an event from before): leave it */
     int i;
     for (i = 0; i < ACCEPT_BATCH; i++) {
-        if (atomic_load_explicit(&srv->draining, memory_order_acquire))
+        if (atomic_load_explicit(&cl->draining, memory_order_acquire))
             return false; /* stop accepting: leave the listener disarmed */
-        if (atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed)) {
+        if (atomic_load_explicit(&cl->open, memory_order_relaxed) >=
+            atomic_load_explicit(&cl->max, memory_order_relaxed)) {
             /* At the limit: pause; the next connection to close re-arms us. */
             atomic_store(&l->paused, 1);
             acceptor_resume(l); /* in case every connection closed meanwhile */
@@ -188,9 +190,9 @@ static bool accept_batch(struct listener *l, struct worker *w, struct conn **hel
             log_error("accept on %s: %s", l->url, strerror(err));
             break;
         }
-        atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&cl->open, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
-        if (conn_create(srv, l, fd, &peer, w, *held ? NULL : held) == -ENOMEM) {
+        if (conn_create(l, fd, &peer, w, *held ? NULL : held) == -ENOMEM) {
             /* No memory for the connection (it got a 503 if it could): a shortage like one of
              * descriptors, retried on the timer tick. */
             shortage_begins(l->url, "out of memory for a new connection", "memory frees up");

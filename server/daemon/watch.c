@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conf/config.h"
 #include "lf/handle_set.h"
 #include "log/log.h"
@@ -46,12 +47,10 @@ struct config_watch {
     _Atomic int64_t first;  /* the first event of the pending burst */
 };
 
-/* The tick's clock (server.c's now_ms): the debounce compares times taken by both. */
+/* The tick's clock (clock.h): the debounce compares times taken by both. */
 static int64_t mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_now_ms();
 }
 
 static bool kubelet_name(const char *name)
