@@ -222,9 +222,8 @@ int conn_create(const struct listener *l, int fd, const struct sockaddr_storage 
 
     const struct config *cfg = &c->rt->cfg;
     bool tls_first = c->tp_flags & TP_HANDSHAKING;
-    atomic_store_explicit(&c->deadline,
-                          clock_now_ms() + (tls_first ? cfg->timeout_handshake : cfg->timeout_header),
-                          memory_order_relaxed);
+    unsigned first_wait = tls_first ? cfg->timeout_handshake : cfg->timeout_header;
+    atomic_store_explicit(&c->deadline, clock_now_ms() + first_wait, memory_order_relaxed);
     if (held) {
         *held = c; /* CONN_OWNED (calloc): the sweep keeps off; its first park registers it */
         return 0;

@@ -442,9 +442,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
     memset(srv, 0, sizeof(*srv));
-    static const struct conn_hooks hooks_proto = { .closed = conn_closed };
-    struct conn_hooks hooks = hooks_proto;
-    hooks.arg = srv;
+    struct conn_hooks hooks = { .closed = conn_closed, .arg = srv };
     conn_list_init(&srv->conns, srv, &srv->pool, &srv->timers, layer, &hooks);
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
     srv->timers.eh.fd = -1;
@@ -513,66 +511,53 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     return 0;
 }
 
-static void reload(struct server *srv, const char *why)
+/* Settings a reload cannot change: say so, and keep running with the old ones. */
+static void warn_restart_only(const struct config *cfg, const struct runtime *cur,
+                              const char *why)
 {
-    static struct config cfg; /* only the thread holding reload_lock touches it */
-    if (config_from_args(&cfg, srv->argc, srv->argv) != CONFIG_OK) {
-        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
-                  why, srv->generation);
-        return;
-    }
-    struct runtime *cur = server_runtime(srv);
-    if (cfg.threads != cur->cfg.threads || cfg.batch != cur->cfg.batch ||
-        cfg.concurrency != cur->cfg.concurrency ||
-        strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
-        strcmp(cfg.error_log, cur->cfg.error_log) ||
-        (cur->limits && cfg.limit_table_size != cur->cfg.limit_table_size))
+    if (cfg->threads != cur->cfg.threads || cfg->batch != cur->cfg.batch ||
+        cfg->concurrency != cur->cfg.concurrency ||
+        strcmp(cfg->user, cur->cfg.user) || strcmp(cfg->group, cur->cfg.group) ||
+        strcmp(cfg->error_log, cur->cfg.error_log) ||
+        (cur->limits && cfg->limit_table_size != cur->cfg.limit_table_size))
         log_warn("%s: threads, leader_batch, concurrency, user, group, error_log and "
                  "limit_table_size take effect only after a restart", why);
-    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg.listen, cfg.nlisten);
-    if (unused) {
-        runtime_unref(cur);
-        config_free(&cfg);
-        log_error("%s: socket '%s' passed by systemd would be used by no listener; "
-                  "configuration not reloaded, keeping generation %u", why, unused->name,
-                  srv->generation);
-        return;
-    }
-    struct runtime *rt = runtime_build(srv, &cfg, srv->generation + 1);
-    if (!rt) {
-        runtime_unref(cur);
-        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
-                  why, srv->generation);
-        return;
-    }
+}
 
-    /* Listeners: bind the new ones first, in slots not yet published, so that a failure leaves
-     * everything as it was; other threads see them only when the count is published. */
-    unsigned first_new = atomic_load(&srv->nlisteners), n = first_new;
-    for (unsigned i = 0; i < rt->cfg.nlisten; i++) {
+/* Bind the listeners of `c` that are not open yet, from slot *n on (slots not yet published:
+ * other threads see them only when the count is), advancing *n. Returns 0, or -1 with a
+ * message printed and nothing of them left open, so that a failure leaves everything as it
+ * was. */
+static int bind_new_listeners(struct server *srv, const struct config *c, unsigned *n)
+{
+    unsigned first_new = *n;
+    for (unsigned i = 0; i < c->nlisten; i++) {
         bool have = false;
         for (unsigned j = 0; j < first_new && !have; j++)
-            have = !srv->listeners[j].closed && same_listener(&srv->listeners[j].addr, &rt->cfg.listen[i]);
+            have = !srv->listeners[j].closed &&
+                   same_listener(&srv->listeners[j].addr, &c->listen[i]);
         if (have)
             continue;
-        int used = open_listener(srv, n, &rt->cfg.listen[i]);
-        if (used > 0) {
-            n += (unsigned)used;
-        } else {
-            for (unsigned j = first_new; j < n; j++)
+        int used = open_listener(srv, *n, &c->listen[i]);
+        if (used <= 0) {
+            for (unsigned j = first_new; j < *n; j++)
                 close(srv->listeners[j].eh.fd);
-            runtime_unref(rt);
-            runtime_unref(cur);
-            log_error("%s: configuration not reloaded (see the line above); keeping "
-                      "generation %u", why, srv->generation);
-            return;
+            return -1;
         }
+        *n += (unsigned)used;
     }
-    for (unsigned j = 0; j < first_new; j++) {
+    return 0;
+}
+
+/* Stop listening on what `c` no longer names, among the published slots before `end`. */
+static void close_gone_listeners(struct server *srv, const struct config *c, unsigned end,
+                                 const char *why)
+{
+    for (unsigned j = 0; j < end; j++) {
         struct listener *l = &srv->listeners[j];
         bool keep = false;
-        for (unsigned i = 0; i < rt->cfg.nlisten && !keep; i++)
-            keep = same_listener(&l->addr, &rt->cfg.listen[i]);
+        for (unsigned i = 0; i < c->nlisten && !keep; i++)
+            keep = same_listener(&l->addr, &c->listen[i]);
         if (!keep && !atomic_load(&l->closed)) {
             /* Refuse new connections; the fd stays open (an acceptor may be running on it).
              * A socket from systemd is only no longer watched (systemd.h). */
@@ -584,6 +569,12 @@ static void reload(struct server *srv, const char *why)
                 log_notice("%s: stopped listening on %s", why, l->url);
         }
     }
+}
+
+/* Publish the slots [first_new, n) bound by bind_new_listeners and start accepting on them. */
+static void start_new_listeners(struct server *srv, unsigned first_new, unsigned n,
+                                const char *why)
+{
     for (unsigned j = first_new; j < n; j++)
         acceptor_tune(&srv->listeners[j]);
     atomic_store(&srv->nlisteners, n);
@@ -594,11 +585,54 @@ static void reload(struct server *srv, const char *why)
         else if (srv->listeners[j].copy == 0)
             log_notice("listening on %s", srv->listeners[j].url);
     }
+}
+
+/* Parse the configuration again, build its runtime, open and close listeners to match it and
+ * publish it; on any failure keep everything as it is. The caller holds reload_lock. */
+static void reload(struct server *srv, const char *why)
+{
+    struct runtime *cur = NULL, *rt = NULL;
+    /* Far too large for a pool thread's stack (paths of PATH_MAX); a reload is rare. */
+    struct config *cfg = calloc(1, sizeof(*cfg));
+    if (!cfg) {
+        log_error("%s: out of memory", why);
+        goto not_reloaded;
+    }
+    if (config_from_args(cfg, srv->argc, srv->argv) != CONFIG_OK)
+        goto not_reloaded; /* (it freed what it had parsed) */
+    cur = server_runtime(srv);
+    warn_restart_only(cfg, cur, why);
+    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg->listen, cfg->nlisten);
+    if (unused) {
+        log_error("%s: socket '%s' passed by systemd would be used by no listener; "
+                  "configuration not reloaded, keeping generation %u", why, unused->name,
+                  srv->generation);
+        config_free(cfg);
+        goto out;
+    }
+    rt = runtime_build(srv, cfg, srv->generation + 1); /* takes over cfg's allocations */
+    if (!rt)
+        goto not_reloaded;
+    unsigned first_new = atomic_load(&srv->nlisteners), n = first_new;
+    if (bind_new_listeners(srv, &rt->cfg, &n) < 0)
+        goto not_reloaded;
+    close_gone_listeners(srv, &rt->cfg, first_new, why);
+    start_new_listeners(srv, first_new, n, why);
     srv->generation = rt->generation;
-    runtime_unref(cur);
+    runtime_unref(cur); /* the slot's reference keeps it until publish_runtime drops it */
+    cur = NULL;
     publish_runtime(srv, rt);
+    rt = NULL;
     access_log_flush(); /* the lines of the old configuration's log, before the new one's */
     log_notice("%s: configuration reloaded (generation %u)", why, srv->generation);
+    goto out;
+not_reloaded:
+    log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
+              why, srv->generation);
+out:
+    runtime_unref(rt);
+    runtime_unref(cur);
+    free(cfg);
 }
 
 void server_reload(struct server *srv, const char *why)

@@ -29,7 +29,8 @@ static struct strview forwarded_for(struct strview elem)
 {
     while (elem.len) {
         const char *semi = memchr(elem.ptr, ';', elem.len);
-        struct strview pair = sv_trim((struct strview){ elem.ptr, semi ? (size_t)(semi - elem.ptr) : elem.len });
+        size_t plen = semi ? (size_t)(semi - elem.ptr) : elem.len;
+        struct strview pair = sv_trim((struct strview){ elem.ptr, plen });
         if (pair.len > 4 && !strncasecmp(pair.ptr, "for=", 4))
             return sv_trim((struct strview){ pair.ptr + 4, pair.len - 4 });
         if (!semi)

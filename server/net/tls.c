@@ -278,6 +278,28 @@ static const char *ssl_reason(void)
     return r ? r : "unknown OpenSSL error";
 }
 
+/* The certificate's key, decrypted with the passphrase when it is encrypted. Prints why not. */
+static bool use_key(SSL_CTX *ctx, const struct tls_settings *ts, const struct tls_cert_conf *tc,
+                    struct passphrase *pass)
+{
+    const char *key = tc->key;
+    SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, pass);
+    pass->asked = false;
+    int ok = SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* `pass` lives on the caller's stack */
+    if (ok == 1)
+        return true;
+    if (pass->asked && !pass->text)
+        cert_error(ts, tc, "key %s is encrypted: set tls_passphrase_file", key);
+    else if (pass->asked)
+        cert_error(ts, tc, "key %s: cannot decrypt with tls_passphrase_file (%s)", key,
+                   ssl_reason());
+    else
+        cert_error(ts, tc, "key %s: %s", key, ssl_reason());
+    return false;
+}
+
 static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
                              const struct tls_cert_conf *tc, struct passphrase *pass)
 {
@@ -322,21 +344,8 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
         cert_error(ts, tc, "certificate %s: %s", cert, ssl_reason());
         goto fail;
     }
-    SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
-    SSL_CTX_set_default_passwd_cb_userdata(ctx, pass);
-    pass->asked = false;
-    int ok = SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM);
-    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* `pass` lives on the caller's stack */
-    if (ok != 1) {
-        if (pass->asked && !pass->text)
-            cert_error(ts, tc, "key %s is encrypted: set tls_passphrase_file", key);
-        else if (pass->asked)
-            cert_error(ts, tc, "key %s: cannot decrypt with tls_passphrase_file (%s)", key,
-                       ssl_reason());
-        else
-            cert_error(ts, tc, "key %s: %s", key, ssl_reason());
+    if (!use_key(ctx, ts, tc, pass))
         goto fail;
-    }
     if (SSL_CTX_check_private_key(ctx) != 1) {
         cert_error(ts, tc, "key %s does not match certificate %s", key, cert);
         goto fail;
@@ -349,7 +358,7 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
     SSL_CTX_set_tlsext_servername_callback(ctx, sni_cb);
     SSL_CTX_set_tlsext_servername_arg(ctx, t);
     SSL_CTX_set_session_cache_mode(ctx, ts->session_cache ? SSL_SESS_CACHE_SERVER
-                                                               : SSL_SESS_CACHE_OFF);
+                                                          : SSL_SESS_CACHE_OFF);
     if (ts->session_cache)
         SSL_CTX_sess_set_cache_size(ctx, ts->session_cache);
     SSL_CTX_set_timeout(ctx, (long)(ts->session_timeout / 1000));
