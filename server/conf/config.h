@@ -15,23 +15,12 @@
 #include "base/netaddr.h"
 #include "conf/site.h"
 #include "http/http_parser.h"
+#include "net/listen.h"
 #include "net/tls.h"
 
 #define CONFIG_MAX_LISTEN 16
 #define CONFIG_MAX_CERTS TLS_MAX_CERTS
 #define CONFIG_MAX_ENV_PASS 32
-
-struct listen_addr {
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    char text[80];          /* as given, for messages */
-    bool proxy_protocol;    /* connections start with a PROXY protocol header */
-    bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
-    bool admin;             /* admin_listen: the built-ins only (health, status, metrics) */
-    unsigned line;          /* line in config_file it came from; 0: the command line */
-    char fdname[64];        /* `systemd:NAME`: the sockets systemd passed under that name
-                               (systemd.h); ss is then unset */
-};
 
 struct config {
     struct listen_addr listen[CONFIG_MAX_LISTEN];

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
-#include "conf/config.h"
 #include "lf/event_handler.h"
+#include "net/listen.h"
 
 struct conn_list;
 struct handle_set;
@@ -33,9 +33,9 @@ struct listener {
     bool inherited;              /* a socket from systemd: never shut down (systemd.h) */
 };
 
-/* Create, bind (to `bind_to` if not NULL, else to the configured address) and listen, with
- * SO_REUSEPORT when `reuseport`; fills l->url with the bound address. Prints one line and
- * returns -1 on failure. */
+/* Open l->addr's socket (listen_open: bound to `bind_to` if not NULL, with SO_REUSEPORT when
+ * `reuseport`) as a listener whose connections go to `conns`; fills l->url with the bound
+ * address. Prints one line and returns -1 on failure. */
 int acceptor_open(struct conn_list *conns, struct listener *l, bool reuseport,
                   const struct sockaddr_storage *bind_to);
 /* Use a socket systemd passed (systemd.h) as the listener: a duplicate of `fd`, so that the
