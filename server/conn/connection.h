@@ -47,20 +47,24 @@ struct conn_hooks {
 
 /* What every connection shares: the list of live ones (for the timer sweep, draining and the
  * gauges), their count and its limit, the lifecycle flag they read, and what they hand their
- * requests. Set up by the daemon (conn_list_init), which embeds it in the server object. */
+ * requests. Set up by the daemon (conn_list_init), which embeds it in the server object.
+ * What every request reads comes first; what every accept and close writes has a cache line
+ * of its own, so that those writes do not take the line away from the readers. */
+#define CONN_LIST_CACHE_LINE 64
 struct conn_list {
-    pthread_mutex_t lock;             /* guards the list (not the connections) */
-    struct conn *head;                /* every live connection */
-    _Atomic unsigned open;            /* counted by the acceptor, before conn_create */
-    _Atomic unsigned max;             /* max_connections of the current runtime */
-    _Atomic bool draining;            /* no new connections; idle ones close */
-    _Atomic unsigned https_port;      /* the first open TLS listener's port (tls_redirect_http) */
     struct runtime_slot current;      /* the generation the next request takes */
+    const struct exchange_layer *layer; /* the layer above the connections (sink.h) */
     struct thread_pool *pool;         /* where closed connections are retired (tp_retire) */
     struct timer_heap *timers;        /* handler timers (sink deferrals) */
-    const struct exchange_layer *layer; /* the layer above the connections (sink.h) */
     struct server *srv;               /* handed, opaque, to the exchange layer (request_ctx) */
     struct conn_hooks hooks;
+    _Atomic unsigned max;             /* max_connections of the current runtime */
+    _Atomic unsigned https_port;      /* the first open TLS listener's port (tls_redirect_http) */
+    _Atomic bool draining;            /* no new connections; idle ones close */
+
+    _Alignas(CONN_LIST_CACHE_LINE) pthread_mutex_t lock; /* guards the list, not its members */
+    struct conn *head;                /* every live connection */
+    _Atomic unsigned open;            /* counted by the acceptor, before conn_create */
 };
 
 void conn_list_init(struct conn_list *cl, struct server *srv, struct thread_pool *pool,
