@@ -40,10 +40,10 @@ static int config_defaults(struct config *cfg)
     cfg->log_level = LOG_NOTICE;
     snprintf(cfg->error_log, sizeof(cfg->error_log), "stderr");
     snprintf(cfg->access_log, sizeof(cfg->access_log), "off");
-    cfg->max_head_size = 16 * 1024;
-    cfg->max_headers = 100;
-    cfg->max_uri_length = 8 * 1024;
-    cfg->max_body_size = 1024 * 1024;
+    cfg->http.max_head_size = 16 * 1024;
+    cfg->http.max_headers = 100;
+    cfg->http.max_uri_length = 8 * 1024;
+    cfg->http.max_body_size = 1024 * 1024;
     cfg->max_connections = 10000;
     cfg->file_cache_entries = 10000;
     cfg->file_cache_size = 64 * 1024 * 1024;
@@ -805,6 +805,17 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         }
     }
     return cli_finish(cfg, &cl);
+}
+
+void config_tls_settings(const struct config *cfg, struct tls_settings *out)
+{
+    *out = (struct tls_settings){ .certs = cfg->certs, .ncerts = cfg->ncerts,
+                                  .passphrase_file = cfg->tls_passphrase_file,
+                                  .session_cache = cfg->tls_session_cache,
+                                  .session_timeout = cfg->tls_session_timeout,
+                                  .ticket_rotation = cfg->tls_ticket_rotation,
+                                  .ticket_key_file = cfg->tls_ticket_key_file,
+                                  .config_file = cfg->config_file };
 }
 
 enum config_result config_from_args(struct config *cfg, int argc, char **argv)
