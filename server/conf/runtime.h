@@ -36,7 +36,7 @@ struct runtime {
     struct limit_table *limits;
     /* The location's own error page for `status`, when a handler type provides them (the
      * static one): 0 when sent, -ENOENT when there is none, or -errno (connection failed). */
-    int (*error_page)(struct exchange *ex, int status);
+    int (*serve_error_page)(struct exchange *ex, int status);
     /* The filter of streamed response bodies, when a handler type provides one (the static
      * one's dynamic compression, exchange.h), or NULL. */
     const struct ex_filter_ops *stream_filter;

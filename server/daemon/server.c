@@ -65,13 +65,13 @@ static void conn_closed(void *arg, unsigned left)
             acceptor_resume(&srv->listeners[i]);
 }
 
-bool server_ready(struct server *srv)
+static bool daemon_ready(struct server *srv)
 {
     return atomic_load_explicit(&srv->ready, memory_order_relaxed) &&
            !atomic_load_explicit(&srv->stopping, memory_order_relaxed);
 }
 
-bool server_stopping(struct server *srv)
+static bool daemon_stopping(struct server *srv)
 {
     return atomic_load_explicit(&srv->stopping, memory_order_relaxed);
 }
@@ -442,6 +442,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
     memset(srv, 0, sizeof(*srv));
+    srv->view.ops = &daemon_view_ops;
     struct conn_hooks hooks = { .closed = conn_closed, .arg = srv };
     conn_list_init(&srv->conns, srv, &srv->pool, &srv->timers, layer, &hooks);
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
@@ -672,14 +673,12 @@ void server_run(struct server *srv)
     log_notice("stopped");
 }
 
-const char *const gauge_role_names[GAUGE_ROLES] = { "following", "leading", "processing" };
-
-_Atomic(void *) *server_handler_state(struct server *srv, unsigned slot)
+static _Atomic(void *) *daemon_handler_state(struct server *srv, unsigned slot)
 {
     return &srv->handler_state[slot];
 }
 
-void server_gauges(struct server *srv, struct server_gauges *g)
+static void daemon_gauges(struct server *srv, struct server_gauges *g)
 {
     memset(g, 0, sizeof(*g));
     g->uptime = (int64_t)(time(NULL) - srv->started);
@@ -718,6 +717,14 @@ void server_gauges(struct server *srv, struct server_gauges *g)
     g->timers = timer_pending(&srv->timers);
     limit_table_stats(atomic_load_explicit(&srv->limits, memory_order_acquire), &g->limits);
 }
+
+/* What handlers see of the server (exchange/server_view.h): the first member of every server. */
+const struct server_view_ops daemon_view_ops = {
+    .gauges = daemon_gauges,
+    .ready = daemon_ready,
+    .stopping = daemon_stopping,
+    .handler_state = daemon_handler_state,
+};
 
 void server_destroy(struct server *srv)
 {

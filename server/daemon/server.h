@@ -36,6 +36,7 @@ struct server_handle {
 };
 
 struct server {
+    struct server_view view;     /* first member: what handlers may ask (server_view.h) */
     /* The connections: their list, count and limit, the draining flag, the current runtime
      * (conns.current: the configuration generation), what they hand their requests. */
     struct conn_list conns;
@@ -105,5 +106,9 @@ void server_destroy(struct server *srv);
 /* Start a graceful drain (idempotent): stop accepting, close idle connections, let responses
  * in flight finish, stop when none is left or at the drain deadline. */
 void server_begin_drain(struct server *srv);
+
+/* The server_view_ops every server_init() installs (fuzz harnesses that build a server object
+ * by hand install them too). */
+extern const struct server_view_ops daemon_view_ops;
 
 #endif

@@ -234,8 +234,8 @@ static int error_reply(struct exchange *ex, int status, unsigned retry_after)
 {
     if (closes_after(status))
         ex->keep_alive = false;
-    if (ex->req && ex->loc && ex->rt->error_page) {
-        int rc = ex->rt->error_page(ex, status); /* the location's own page, if it has one */
+    if (ex->req && ex->loc && ex->rt->serve_error_page) {
+        int rc = ex->rt->serve_error_page(ex, status); /* the location's own page, if it has one */
         if (rc != -ENOENT)
             return rc;
     }

@@ -38,17 +38,53 @@ struct server_gauges {
     } worker[GAUGES_MAX_WORKERS];
 };
 extern const char *const gauge_role_names[GAUGE_ROLES];
-void server_gauges(struct server *srv, struct server_gauges *g);
 
-/* What the probes report (handlers/builtin/builtin_status.c): ready: listeners up, pool
- * running and no stop requested; stopping: a graceful stop was requested (the drain may not
- * have begun yet). */
-bool server_ready(struct server *srv);
-bool server_stopping(struct server *srv);
+/* The server as a handler sees it, through calls it does not link against: the daemon's
+ * `struct server` begins with a `struct server_view` (its first member, as an event handler
+ * begins its handle's struct), whose ops the daemon sets before anything runs. So a handler
+ * holding the opaque `struct server *` of its exchange asks these questions, and the
+ * dependency points down to this interface, never up to the daemon. */
+struct server_view_ops {
+    /* What /server-status and /metrics show of the core (the pool's and connections'). */
+    void (*gauges)(struct server *srv, struct server_gauges *g);
+    /* What the probes report: ready: listeners up, pool running and no stop requested;
+     * stopping: a graceful stop was requested (the drain may not have begun yet). */
+    bool (*ready)(struct server *srv);
+    bool (*stopping)(struct server *srv);
+    /* Handler types' process-wide state (CGI's spawner and job counters, the static
+     * handler's compressor): one slot per registered type (HANDLER_TYPES_MAX,
+     * conf/handler_conf.h), created by their instances, stopped and freed through the
+     * registry at exit. */
+    _Atomic(void *) *(*handler_state)(struct server *srv, unsigned slot);
+};
 
-/* Handler types' process-wide state (CGI's spawner and job counters, the static handler's
- * compressor): one slot per registered type (HANDLER_TYPES_MAX, conf/handler_conf.h),
- * created by their instances and stopped and freed through the registry at exit. */
-_Atomic(void *) *server_handler_state(struct server *srv, unsigned slot);
+struct server_view {
+    const struct server_view_ops *ops;
+};
+
+static inline const struct server_view_ops *server_view_ops_of(struct server *srv)
+{
+    return ((const struct server_view *)(const void *)srv)->ops;
+}
+
+static inline void server_gauges(struct server *srv, struct server_gauges *g)
+{
+    server_view_ops_of(srv)->gauges(srv, g);
+}
+
+static inline bool server_ready(struct server *srv)
+{
+    return server_view_ops_of(srv)->ready(srv);
+}
+
+static inline bool server_stopping(struct server *srv)
+{
+    return server_view_ops_of(srv)->stopping(srv);
+}
+
+static inline _Atomic(void *) *server_handler_state(struct server *srv, unsigned slot)
+{
+    return server_view_ops_of(srv)->handler_state(srv, slot);
+}
 
 #endif

@@ -113,6 +113,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* The server object without listeners or threads (what server_init would build); each
      * input gets a fresh runtime (see LLVMFuzzerTestOneInput). */
     log_init(LOG_ERROR, 2);
+    srv.view.ops = &daemon_view_ops;
     static const struct conn_hooks hooks = { .closed = conn_closed };
     conn_list_init(&srv.conns, &srv, &srv.pool, &srv.timers, &exchange_layer, &hooks);
     atomic_store(&srv.conns.max, 1000);
