@@ -111,6 +111,12 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv);
 /* What the TLS context is built from (tls_ctx_create): views into `cfg`, valid as long as it. */
 void config_tls_settings(const struct config *cfg, struct tls_settings *out);
 
+/* The built-in defaults (loader.c starts from them). Returns 0, or -1 when out of memory
+ * (message printed). */
+int config_defaults(struct config *cfg);
+/* Drop the plain (tls false) or TLS listeners given so far: the file's first `listen`
+ * replaces the default one, the command line's replace the file's. */
+void config_drop_listeners(struct config *cfg, bool tls);
 /* Free what config_from_args allocated. */
 void config_free(struct config *cfg);
 /* Does the configuration have a TLS listener? */
