@@ -30,6 +30,7 @@
 #include "compress/compress_conf.h"
 #include "static/conditional.h"
 #include "static/file_cache.h"
+#include "static/previous_root.h"
 #include "static/range.h"
 #include "static/static_conf.h"
 #include "static/static_file.h"
@@ -304,6 +305,8 @@ static int static_handle(void *inst, struct exchange *ex)
     struct fc_entry *e = fc_get(sf->fc, lc, ex->path, ex->path_len);
     if (!e)
         return ex_error(ex, 503);
+    if (e->kind == FC_MISSING && lc->prev) /* root_grace: the previous tree's hashed asset */
+        e = static_previous_root(sf->fc, ex, e);
     if (e->kind == FC_MISSING && ex_status_for_errno(e->err) == 404 && sc->spa_fallback[0] &&
         strcmp(ex->path, sc->spa_fallback)) {
         /* Single-page application: unknown paths get the app's entry page. */

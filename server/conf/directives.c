@@ -288,6 +288,17 @@ static int d_certificate(const struct directive *d, const struct dir_ctx *x, cha
     return config_add_certificate(x->cfg, x->where, x->line, args, nargs);
 }
 
+/* A duration or off (root_grace): off is 0. */
+static int d_duration_off(const struct directive *d, const struct dir_ctx *x, char **args,
+                          int nargs)
+{
+    if (!strcmp(args[0], "off")) {
+        *(int64_t *)directive_field(d, x) = 0;
+        return 0;
+    }
+    return directive_number(d, x, args, nargs);
+}
+
 /* N or auto (threads, limit_table_size): auto is 0. */
 static int d_auto(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
@@ -667,6 +678,9 @@ static const struct directive directive_table[] = {
     { "tls_redirect_http", IN_TOP, ONE, directive_onoff, TOP(tls_redirect_http), 0, 0, 0, 0 },
     /* sites and locations */
     { "root", IN_ANY, ONE, d_root, 0, 0, 0, 0, 0 },
+    { "root_follow", IN_ANY, ONE, directive_onoff, LOC(root_follow), F_INT, 0, 0, 0 },
+    { "root_grace", IN_ANY, ONE, d_duration_off,
+      NUM(LOC(root_grace), F_I64, U_MS, 1000, DAY_MS) },
     { "add_header", IN_ANY, 2, 2, "a header name and one (quoted) value", d_add_header,
       0, 0, 0, 0, 0 },
     { "handler", IN_ANY, 1, 2, "a type and an optional argument", d_handler, 0, 0, 0, 0, 0 },

@@ -39,6 +39,8 @@ int loc_conf_init(struct loc_conf *lc)
     lc->root_fd = -1;
     lc->limit_conn = -1;
     lc->limit_req_burst = -1;
+    lc->root_follow = -1;
+    lc->root_grace = -1;
     return conf_loc_init(lc);
 }
 
@@ -271,6 +273,10 @@ static int inherit(struct loc_conf *lc, const struct loc_conf *p)
         lc->limit_conn = p->limit_conn;
         lc->limit_conn_rule = p->limit_conn_rule;
     }
+    if (lc->root_follow < 0)
+        lc->root_follow = p->root_follow;
+    if (lc->root_grace < 0)
+        lc->root_grace = p->root_grace;
     if (lc->limit_req_burst < 0) {
         lc->limit_req_burst = p->limit_req_burst;
         lc->limit_req_interval = p->limit_req_interval;
@@ -337,6 +343,8 @@ int site_set_finish(struct site_set *ss)
     defaults.auth_realm = d_empty;
     defaults.limit_conn = 0;
     defaults.limit_req_burst = 0;
+    defaults.root_follow = 1;
+    defaults.root_grace = ROOT_GRACE_DEFAULT_MS;
 
     for (unsigned i = 0; i < ss->nsites; i++) {
         name_rules(&ss->sites[i], &ss->sites[i].base);

@@ -16,12 +16,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/strview.h"
 #include "conf/handler_conf.h"
 
 struct auth_users;
 struct handler_ops;
+
+/* root_grace's default: long enough for a page loaded just before a deploy to fetch the lazy
+ * chunks it names, short enough that a removed file does not linger (README: deploys). */
+#define ROOT_GRACE_DEFAULT_MS (5 * 60 * 1000)
 
 struct header_kv {
     char *name;
@@ -53,12 +58,25 @@ struct loc_conf {
     uint64_t limit_req_interval; /* ns between two requests at the rate; 0 = off */
     int limit_req_burst;      /* requests at once; -1 unset */
     uint32_t limit_req_rule;
+    /* Deploys by symlink swap (docs/DEPLOYMENT.md): a change of the directory `root` names
+     * builds a new generation (root_follow), and for root_grace after it a path the new tree
+     * lacks may still come from the previous one. */
+    int root_follow;          /* on/off; -1 unset */
+    int64_t root_grace;       /* ms; 0 = off; -1 unset */
     /* The handler types' own settings, one block per registered type (handler_conf.h). */
     void *handler_conf[HANDLER_TYPES_MAX];
 
     /* Filled at server start-up. */
     struct auth_users *auth_users;
     int root_fd;
+    dev_t root_dev;           /* what root_fd is, and what `root`/..data resolved to then: */
+    ino_t root_ino;           /* the timer tick compares them with what the path names now */
+    dev_t data_dev;           /* a kubelet volume's ..data (0: the root has none) */
+    ino_t data_ino;
+    /* root_grace: this location with the root of the tree it served before the last switch
+     * (a copy sharing every setting; its own root_fd), until prev_until (monotonic ms). */
+    struct loc_conf *prev;
+    int64_t prev_until;
     const struct handler_ops *ops;
     void *instance;
 };

@@ -13,6 +13,8 @@
 #include "exchange/handler.h"
 #include "log/metrics.h"
 #include "conf/runtime.h"
+#include "base/clock.h"
+#include "daemon/root_switch.h"
 #include "daemon/server.h"
 #include "conf/site.h"
 #include "net/tls.h"
@@ -21,6 +23,7 @@ static void destroy_location(struct loc_conf *lc, struct site_set *ss)
 {
     auth_free(lc->auth_users);
     lc->auth_users = NULL;
+    root_release(lc);
     if (lc->instance && lc->ops->destroy)
         lc->ops->destroy(lc->instance);
     lc->instance = NULL;
@@ -59,7 +62,8 @@ static void runtime_destroy(struct runtime *rt)
     free(rt);
 }
 
-/* Open the root of `lc`, sharing the fd of an earlier location with the same root. */
+/* Open the root of `lc`, sharing the fd of an earlier location with the same root. Returns 1
+ * when it opened it, 0 when it shares it, -1 on failure (message printed). */
 static int open_root(struct site_set *ss, struct loc_conf *lc)
 {
     for (unsigned i = 0; i < ss->nsites; i++) {
@@ -70,6 +74,10 @@ static int open_root(struct site_set *ss, struct loc_conf *lc)
                 goto open;
             if (o->root_fd >= 0 && !strcmp(o->root, lc->root)) {
                 lc->root_fd = o->root_fd;
+                lc->root_dev = o->root_dev;
+                lc->root_ino = o->root_ino;
+                lc->data_dev = o->data_dev;
+                lc->data_ino = o->data_ino;
                 return 0;
             }
         }
@@ -80,13 +88,18 @@ open:
         fprintf(stderr, "lfhttpd: document root %s: %s\n", lc->root, strerror(errno));
         return -1;
     }
-    return 0;
+    root_identify(lc);
+    return 1;
 }
 
-/* A location's root, its user file, and its handler instance. */
-static int init_location(struct server *srv, struct runtime *rt, struct loc_conf *lc)
+/* A location's root (and the previous generation's tree, `prev`), its user file, and its handler
+ * instance. */
+static int init_location(struct server *srv, struct runtime *rt, const struct runtime *prev,
+                         struct loc_conf *lc)
 {
-    if (open_root(&rt->cfg.sites, lc) < 0)
+    int opened = open_root(&rt->cfg.sites, lc);
+    if (opened < 0 ||
+        root_carry(prev, lc, opened == 1, rt->generation, clock_now_ms()) < 0)
         return -1;
     if (lc->auth_realm[0]) {
         if (!lc->auth_file) {
@@ -163,6 +176,8 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     rt->access_fd = -1;
     rt->destroy = runtime_destroy;
     atomic_store_explicit(&rt->refs, 1, memory_order_relaxed);
+    /* The generation running now, for root_follow and root_grace (none at start-up). */
+    struct runtime *prev = generation > 1 ? server_runtime(srv) : NULL;
     if (handlers_generation_init(srv, rt) < 0 || attach_limits(srv, rt) < 0)
         goto fail;
     struct site_set *ss = &rt->cfg.sites;
@@ -172,10 +187,10 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
         s->mx_slot = s->is_admin ? MX_VH_ADMIN
                      : i == 0 || s->nnames == 0 || rt->cfg.test_only ? MX_VH_DEFAULT
                      : mx_vhost_slot(s->names[0]);
-        if (init_location(srv, rt, &s->base) < 0)
+        if (init_location(srv, rt, prev, &s->base) < 0)
             goto fail;
         for (unsigned j = 0; j < s->nlocs; j++)
-            if (init_location(srv, rt, &s->locs[j]) < 0)
+            if (init_location(srv, rt, prev, &s->locs[j]) < 0)
                 goto fail;
     }
     /* -t checks the access log's path (config.c) but does not create the file. */
@@ -188,8 +203,10 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
         if (!rt->tls)
             goto fail;
     }
+    runtime_unref(prev);
     return rt;
 fail:
+    runtime_unref(prev);
     runtime_free(rt);
     return NULL;
 }

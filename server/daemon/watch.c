@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,13 @@ struct watched {
     bool pattern;           /* `base` is an `include` pattern: any name it matches counts */
 };
 
+/* root_follow: a root and what it resolved to when its generation opened it (site.h). */
+struct root_check {
+    char *path;
+    dev_t dev, data_dev;      /* data_dev 0: no ..data in it */
+    ino_t ino, data_ino;
+};
+
 struct config_watch {
     struct event_handler eh; /* first member: the inotify fd in the shared handle set */
     struct handle_set *hs;   /* the shared set */
@@ -47,6 +55,13 @@ struct config_watch {
     bool named;             /* `changed` is the burst's first watched file or ..data swap */
     _Atomic int64_t due;    /* monotonic ms at which to reload; 0: nothing pending */
     _Atomic int64_t first;  /* the first event of the pending burst */
+    /* root_follow and root_grace (under the lock, rebuilt with the table). */
+    struct root_check *roots;
+    unsigned nroots;
+    int64_t grace_end;      /* the earliest end of a root_grace under way; 0: none */
+    /* The tick's own (ONESHOT serialises it): when to look at the roots next, and the wait
+     * after that, doubled while what it finds stays the same (a reload that fails). */
+    int64_t roots_next, roots_wait;
 };
 
 /* The tick's clock (clock.h): the debounce compares times taken by both. */
@@ -148,6 +163,7 @@ struct config_watch *watch_new(struct handle_set *hs, watch_reload_fn reload, vo
     w->reload_arg = arg;
     w->eh.ops = &inotify_ops;
     w->eh.fd = -1; /* made by the first configuration that turns reload_on_change on */
+    w->roots_wait = WATCH_ROOT_MS;
     return w;
 }
 
@@ -228,6 +244,113 @@ static bool wd_used(const struct watched *files, unsigned n, int wd)
     return false;
 }
 
+/* ---- root_follow: the roots, looked at from the tick ------------------------------------------ */
+
+static void roots_clear(struct config_watch *w)
+{
+    for (unsigned i = 0; i < w->nroots; i++)
+        free(w->roots[i].path);
+    free(w->roots);
+    w->roots = NULL;
+    w->nroots = 0;
+    w->grace_end = 0;
+}
+
+/* One entry per root with root_follow on (its first location's), in `roots` of room `cap`. */
+static void root_add(struct root_check *roots, unsigned *n, unsigned cap, const struct loc_conf *lc)
+{
+    if (!lc->root_follow || lc->root_fd < 0 || !lc->root || *n == cap)
+        return;
+    for (unsigned i = 0; i < *n; i++)
+        if (!strcmp(roots[i].path, lc->root))
+            return;
+    struct root_check *r = &roots[*n];
+    r->path = strdup(lc->root);
+    if (!r->path)
+        return;
+    r->dev = lc->root_dev;
+    r->ino = lc->root_ino;
+    r->data_dev = lc->data_dev;
+    r->data_ino = lc->data_ino;
+    (*n)++;
+}
+
+/* The roots of the running configuration, and the end of the first root_grace under way.
+ * Caller holds the lock. */
+static void roots_update(struct config_watch *w, const struct config *cfg)
+{
+    roots_clear(w);
+    const struct site_set *ss = &cfg->sites;
+    unsigned cap = 0;
+    for (unsigned i = 0; i < ss->nsites; i++)
+        cap += ss->sites[i].nlocs + 1;
+    w->roots = calloc(cap, sizeof(*w->roots));
+    if (!w->roots) {
+        log_error("root_follow: out of memory; root changes are not looked for");
+        return;
+    }
+    for (unsigned i = 0; i < ss->nsites; i++)
+        for (unsigned j = 0; j <= ss->sites[i].nlocs; j++) {
+            const struct loc_conf *lc = j ? &ss->sites[i].locs[j - 1] : &ss->sites[i].base;
+            root_add(w->roots, &w->nroots, cap, lc);
+            if (lc->prev && (!w->grace_end || lc->prev_until < w->grace_end))
+                w->grace_end = lc->prev_until;
+        }
+}
+
+/* Does `path` name something else than (dev, ino) now? A path that cannot be looked at (a
+ * deploy between removing and making its link) is not a change: the next look decides. */
+static bool moved(const char *path, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && (st.st_dev != dev || st.st_ino != ino);
+}
+
+enum root_finding { ROOTS_SAME = 0, ROOTS_SWITCHED, ROOTS_GRACE_OVER };
+
+/* A root (or its ..data) that names another directory than its generation opened (named in
+ * `what`), or a root_grace over at `now`. Caller holds the lock. */
+static enum root_finding roots_changed(struct config_watch *w, int64_t now, char *what,
+                                       size_t cap)
+{
+    for (unsigned i = 0; i < w->nroots; i++) {
+        const struct root_check *r = &w->roots[i];
+        char data[PATH_MAX];
+        bool kubelet = r->data_dev &&
+                       snprintf(data, sizeof(data), "%s/..data", r->path) < (int)sizeof(data);
+        if (moved(r->path, r->dev, r->ino) || (kubelet && moved(data, r->data_dev, r->data_ino))) {
+            snprintf(what, cap, "root_follow: %s now names another directory", r->path);
+            return ROOTS_SWITCHED;
+        }
+    }
+    if (w->grace_end && now >= w->grace_end) {
+        snprintf(what, cap, "root_grace: over, the previous tree is let go");
+        return ROOTS_GRACE_OVER;
+    }
+    return ROOTS_SAME;
+}
+
+/* From the tick, every WATCH_ROOT_MS: a new generation when a root was switched or a grace is
+ * over. The same finding again at the next look (the reload failed) waits twice as long. */
+static void roots_tick(struct config_watch *w, int64_t now)
+{
+    if (now < w->roots_next || pthread_mutex_trylock(&w->lock) != 0)
+        return; /* (a reload is rebuilding the table: the next tick looks) */
+    char what[PATH_MAX + 64];
+    enum root_finding f = roots_changed(w, now, what, sizeof(what));
+    pthread_mutex_unlock(&w->lock);
+    if (f == ROOTS_SAME) {
+        w->roots_wait = WATCH_ROOT_MS;
+        w->roots_next = now + WATCH_ROOT_MS;
+        return;
+    }
+    w->roots_next = now + w->roots_wait;
+    w->roots_wait = w->roots_wait * 2 > WATCH_ROOT_BACKOFF_MS ? WATCH_ROOT_BACKOFF_MS
+                                                               : w->roots_wait * 2;
+    log_notice("%s: building a new generation", what);
+    w->reload(w->reload_arg, f == ROOTS_SWITCHED ? "root_follow" : "root_grace");
+}
+
 int watch_update(struct config_watch *w, const struct config *cfg, char *err, size_t errcap)
 {
     if (!w)
@@ -236,6 +359,7 @@ int watch_update(struct config_watch *w, const struct config *cfg, char *err, si
     unsigned n = 0, cap = 0;
     int rc = 0;
     pthread_mutex_lock(&w->lock);
+    roots_update(w, cfg);
     if (cfg->reload_on_change && (rc = inotify_handle(w, err, errcap)) == 0) {
         add(w, &files, &n, &cap, cfg->config_file);
         for (unsigned i = 0; i < cfg->nconf_files; i++)
@@ -276,6 +400,7 @@ void watch_tick(struct config_watch *w, int64_t now)
 {
     if (!w)
         return;
+    roots_tick(w, now);
     int64_t due = atomic_load(&w->due);
     if (!due || now < due)
         return;
@@ -301,6 +426,7 @@ void watch_free(struct config_watch *w)
     for (unsigned i = 0; i < w->nfiles; i++)
         free(w->files[i].path);
     free(w->files);
+    roots_clear(w);
     pthread_mutex_destroy(&w->lock);
     free(w);
 }

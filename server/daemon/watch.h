@@ -18,7 +18,14 @@
  * its directory (events naming the file, or any name starting with "..": the kubelet updates a
  * ConfigMap or Secret volume by writing a new `..TIMESTAMP` directory and renaming a `..data`
  * symlink over the old one) and through the file itself (symlinks followed, so an edit of the
- * target in place is seen too). The watches are rebuilt after every reload attempt. */
+ * target in place is seen too). The watches are rebuilt after every reload attempt.
+ *
+ * root_follow (on by default, with or without reload_on_change): the roots are looked at from
+ * the tick, once a second (a stat of each root path, and of its `..data` if it has one), not
+ * watched: a `current -> releases/N` symlink renamed over, or a parent directory of the root
+ * swapped, leaves no event on anything a watch could hold before the swap. A root that names
+ * another directory than its generation opened reloads (the same reload), and so does the end
+ * of a root_grace (the generation built then no longer holds the previous tree). */
 #ifndef LF_WATCH_H
 #define LF_WATCH_H
 
@@ -34,6 +41,10 @@ typedef void (*watch_reload_fn)(void *arg, const char *why);
 
 #define WATCH_QUIET_MS 300
 #define WATCH_MAX_WAIT_MS 2000
+/* root_follow: how often the tick looks at the roots (one stat each, two for a kubelet volume:
+ * a switch is served within about this long), and the longest wait after failed reloads. */
+#define WATCH_ROOT_MS 1000
+#define WATCH_ROOT_BACKOFF_MS 60000
 
 /* The watcher; its inotify handle is made (and added to `hs`, the shared handle set) by the
  * first configuration with reload_on_change on. NULL when out of memory (message printed). */

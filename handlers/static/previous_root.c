@@ -1,0 +1,64 @@
+/* previous_root.c — root_grace's lookup in the previous tree; see previous_root.h. */
+#include "static/previous_root.h"
+
+#include "base/clock.h"
+#include "exchange/exchange.h"
+#include "conf/site.h"
+#include "static/file_cache.h"
+
+#define HASH_MIN 8
+#define HASH_MAX 64
+
+static bool hash_char(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+bool static_name_hashed(const char *path, size_t len)
+{
+    size_t name = len;
+    while (name > 0 && path[name - 1] != '/')
+        name--;
+    /* The extension: from the first '.' after the hash token's end, i.e. the last '.' of the
+     * name (app.3f9a2c1b.js) — a name without one has no hash to find. */
+    size_t ext = len;
+    while (ext > name && path[ext - 1] != '.')
+        ext--;
+    if (ext <= name + 1)
+        return false;
+    size_t end = ext - 1, start = end;
+    while (start > name && path[start - 1] != '.' && path[start - 1] != '-')
+        start--;
+    if (start == name) /* the whole stem: a name, not a hash beside one */
+        return false;
+    size_t n = end - start;
+    if (n < HASH_MIN || n > HASH_MAX)
+        return false;
+    bool digit = false;
+    for (size_t i = start; i < end; i++) {
+        if (!hash_char(path[i]))
+            return false;
+        digit |= path[i] >= '0' && path[i] <= '9';
+    }
+    return digit;
+}
+
+struct fc_entry *static_previous_root(struct file_cache *fc, struct exchange *ex,
+                                      struct fc_entry *missing)
+{
+    const struct loc_conf *lc = ex->loc;
+    /* The grace ends at prev_until to the millisecond, whenever the tick builds the generation
+     * that drops the previous tree. */
+    if (!lc->prev || ex_status_for_errno(missing->err) != 404 || clock_now_ms() >= lc->prev_until ||
+        !static_name_hashed(ex->path, ex->path_len))
+        return missing;
+    struct fc_entry *old = fc_get(fc, lc->prev, ex->path, ex->path_len);
+    if (!old)
+        return missing;
+    if (old->kind != FC_FILE) {
+        fc_release(old);
+        return missing;
+    }
+    fc_release(missing);
+    return old;
+}
