@@ -8,31 +8,17 @@
 
 #define HASH_MIN 8
 #define HASH_MAX 64
+#define HASH_TOKENS_BACK 2 /* app.HASH.js, main.HASH.chunk.js */
 
 static bool hash_char(char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
-bool static_name_hashed(const char *path, size_t len)
+/* Is path[start, end) a hash: HASH_MIN to HASH_MAX of [A-Za-z0-9_] with a digit? */
+static bool hash_token(const char *path, size_t start, size_t end)
 {
-    size_t name = len;
-    while (name > 0 && path[name - 1] != '/')
-        name--;
-    /* The extension: from the first '.' after the hash token's end, i.e. the last '.' of the
-     * name (app.3f9a2c1b.js) — a name without one has no hash to find. */
-    size_t ext = len;
-    while (ext > name && path[ext - 1] != '.')
-        ext--;
-    if (ext <= name + 1)
-        return false;
-    size_t end = ext - 1, start = end;
-    while (start > name && path[start - 1] != '.' && path[start - 1] != '-')
-        start--;
-    if (start == name) /* the whole stem: a name, not a hash beside one */
-        return false;
-    size_t n = end - start;
-    if (n < HASH_MIN || n > HASH_MAX)
+    if (end - start < HASH_MIN || end - start > HASH_MAX)
         return false;
     bool digit = false;
     for (size_t i = start; i < end; i++) {
@@ -41,6 +27,33 @@ bool static_name_hashed(const char *path, size_t len)
         digit |= path[i] >= '0' && path[i] <= '9';
     }
     return digit;
+}
+
+bool static_name_hashed(const char *path, size_t len)
+{
+    size_t name = len;
+    while (name > 0 && path[name - 1] != '/')
+        name--;
+    size_t end = len; /* the extension's dot: a name without one has no hash beside it */
+    while (end > name && path[end - 1] != '.')
+        end--;
+    if (end <= name + 1)
+        return false;
+    end--;
+    /* The token before the extension, or the one before a dotted word (.chunk.js, .min.js). */
+    for (int k = 0; k < HASH_TOKENS_BACK; k++) {
+        size_t start = end;
+        while (start > name && path[start - 1] != '.' && path[start - 1] != '-')
+            start--;
+        if (start == name) /* the stem itself: a name, not a hash beside one */
+            return false;
+        if (hash_token(path, start, end))
+            return true;
+        if (path[start - 1] != '.')
+            return false;
+        end = start - 1;
+    }
+    return false;
 }
 
 struct fc_entry *static_previous_root(struct file_cache *fc, struct exchange *ex,

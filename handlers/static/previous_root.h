@@ -16,8 +16,9 @@ struct fc_entry;
 struct file_cache;
 
 /* Does the last segment of `path` carry a content hash? A token of 8 to 64 letters, digits or
- * '_' with at least one digit, between the last '.' or '-' of the stem and the extension:
- * app.3f9a2c1b.js, index-BmKz3a9q.js, chunk-5KQ2X7ZB.css, main.0123456789abcdef.js. */
+ * '_' with at least one digit, after a '.' or '-' of the name and just before its extension or
+ * one dotted word before it: app.3f9a2c1b.js, index-BmKz3a9q.js, chunk-5KQ2X7ZB.css,
+ * main.0123456789abcdef.js, 787.a1b2c3d4.chunk.js. */
 bool static_name_hashed(const char *path, size_t len);
 
 /* `missing` is the cache's FC_MISSING entry for the request's path. If the location is in its
