@@ -274,3 +274,55 @@ def test_root_grace_and_root_follow_values_are_checked(tmpdir):
     p = subprocess.run([binary(), "-t", "--config", conf], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=T(30))
     assert p.returncode == 0, p.stderr
+
+
+PAGE = """<!doctype html><title>release %d</title>
+<p id="marker">waiting</p>
+<script>
+// The chunk is loaded late, as a route's code is: when the test calls loadChunk().
+window.loadChunk = () => import("%s").then(
+    m => { document.getElementById("marker").textContent = m.run(); return "loaded"; },
+    e => { document.getElementById("marker").textContent = "failed: " + e; return "failed"; });
+</script>
+"""
+
+
+def _spa_release(tmpdir, n):
+    d = _release(tmpdir, n)
+    chunk = OLD_CHUNK if n == 1 else NEW_CHUNK
+    with open(os.path.join(d, "index.html"), "w") as f:
+        f.write(PAGE % (n, chunk))
+    with open(os.path.join(d, chunk[1:]), "w") as f:
+        f.write('export function run() { return "chunk of release %d ran"; }\n' % n)
+
+
+def test_a_page_of_the_previous_release_loads_its_chunk_in_chromium(tmpdir):
+    from lib.cdp import Browser
+    _spa_release(tmpdir, 1)
+    _spa_release(tmpdir, 2)
+    current = os.path.join(tmpdir, "current")
+    os.symlink("releases/1", current)
+    srv = _start(tmpdir, ["root " + current, "root_grace 10m"])
+    try:
+        with Browser(tmpdir) as b:
+            page = b.open("http://127.0.0.1:%d/" % srv.port)
+            assert page.eval("document.title") == "release 1"
+            _swap(current, "releases/2")
+            assert _switched(srv, current, "releases/2", 2), srv.stderr[-2000:]
+            assert get(srv, NEW_CHUNK).status == 200                  # release 2 is served
+            # The page of release 1, still open, now asks for its own chunk.
+            assert page.eval("loadChunk()") == "loaded"
+            assert page.eval('document.getElementById("marker").textContent') == \
+                "chunk of release 1 ran"
+            # A new visit gets release 2, whose chunk is its own.
+            page2 = b.open("http://127.0.0.1:%d/" % srv.port)
+            assert page2.eval("document.title") == "release 2"
+            assert page2.eval("loadChunk()") == "loaded"
+            assert page2.eval('document.getElementById("marker").textContent') == \
+                "chunk of release 2 ran"
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+
+
+test_a_page_of_the_previous_release_loads_its_chunk_in_chromium.timeout = 200
