@@ -22,8 +22,9 @@
  *
  * root_follow (on by default, with or without reload_on_change): the roots are looked at from
  * the tick, once a second (a stat of each root path, and of its `..data` if it has one), not
- * watched: a `current -> releases/N` symlink renamed over, or a parent directory of the root
- * swapped, leaves no event on anything a watch could hold before the swap. A root that names
+ * watched: a swap may rename any component of the path (`current -> releases/N`, a parent
+ * directory), which would need a watch on the parent of every component, rebuilt as the
+ * links change; the stat follows the whole path as the root's open did. A root that names
  * another directory than its generation opened reloads (the same reload), and so does the end
  * of a root_grace (the generation built then no longer holds the previous tree). */
 #ifndef LF_WATCH_H
