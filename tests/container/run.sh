@@ -14,7 +14,9 @@
 #      and read-only root as the kernel shows them, `threads auto` from the CPU quota, and
 #      `podman stop` (SIGTERM): exit code 0, quick, the drain in the log;
 #   4. a directory mounted read-only over /srv/www: a file byte-identical, then `podman stop`
-#      while a slow download is in flight: the download completes intact;
+#      while a slow download is in flight: the download completes intact; then a site whose
+#      /srv/www is a symlink on a mounted directory, swapped to another release by this script:
+#      followed without a signal, the previous release's hashed chunk still served;
 #   5. `podman kube play deploy/kubernetes.yaml`: every replica serves the site, the probes,
 #      the CPU limit, the security context; a ConfigMap update done the kubelet's way reaches
 #      every server without a restart; a pod stopped during a large download serves through
@@ -279,6 +281,39 @@ else
     bad "container with a mounted site did not start"
 fi
 rm -f "$SITE/big.bin" "$TMP/big.bin"
+
+# ---- 4b. a deploy's symlink swap: /srv/www a symlink on a mounted directory ------------------
+# What a git-sync sidecar or a deploy script does to a shared volume, done by this script on a
+# host directory mounted over /srv (a kube play pod with a sidecar is not done here: the image
+# has no shell, and a second container sharing an emptyDir was left for later): the image's own
+# `root /srv/www` is then a symlink `www -> releases/1`, renamed over by `www -> releases/2`.
+DEPLOY="$TMP/deploy"
+mkdir -p "$DEPLOY/releases/1/assets" "$DEPLOY/releases/2/assets"
+for n in 1 2; do printf 'release %s\n' "$n" >"$DEPLOY/releases/$n/index.html"; done
+printf 'export const release = 1;\n' >"$DEPLOY/releases/1/assets/app.1a2b3c4d.js"
+ln -s releases/1 "$DEPLOY/www"
+chmod -R a+rX "$DEPLOY"
+C="$PREFIX-deploy"
+if run_container "$C" --read-only -v "$DEPLOY:/srv:ro"; then
+    body=$(curl -s "http://127.0.0.1:$PORT/index.html")
+    check "release 1 through the www -> releases/1 symlink ($body)" test "$body" = "release 1"
+    ln -s releases/2 "$DEPLOY/www.tmp" && mv -T "$DEPLOY/www.tmp" "$DEPLOY/www"
+    for i in $(seq 100); do
+        podman logs "$C" 2>&1 | grep -q "root /srv/www -> releases/2: switched" && break
+        sleep 0.1
+    done
+    podman logs "$C" >"$TMP/deploy.log" 2>&1
+    check "the swap is followed without a signal: $(grep -m1 'switched' "$TMP/deploy.log")" \
+        grep -q "root /srv/www -> releases/2: switched (generation 2)" "$TMP/deploy.log"
+    body=$(curl -s "http://127.0.0.1:$PORT/index.html")
+    check "release 2 after the swap ($body)" test "$body" = "release 2"
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/assets/app.1a2b3c4d.js")
+    check "release 1's hashed chunk still served from the previous tree (root_grace; $code)" \
+        test "$code" = 200
+    podman rm -f -t 0 "$C" >/dev/null 2>&1
+else
+    bad "container with a symlinked site did not start"
+fi
 
 # ---- 5. podman kube play deploy/kubernetes.yaml ----------------------------------------------
 # The manifest as it is; its names read from it. One kube run at a time on a machine: pods,
