@@ -116,7 +116,7 @@ endif
 CPPFLAGS += -D_GNU_SOURCE $(LLHTTP_DEFS) -Iserver -Ihandlers -I$(LLHTTP_INC)
 CFLAGS   += -std=gnu11 $(OPT) -fno-omit-frame-pointer $(HARDEN) $(SANFLAGS) -pthread
 LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
-LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd
+LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd -lcurl -ljson-c
 
 SRCS := $(wildcard server/*/*.c) $(wildcard handlers/*.c handlers/*/*.c)
 OBJS := $(SRCS:%.c=$(BUILD)/obj/%.o)

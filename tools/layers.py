@@ -27,6 +27,7 @@ LAYERS = [
     ("server/http", "HTTP/1.1 without I/O: the llhttp parser, requests, response heads, dates, "
                     "paths, the PROXY protocol"),
     ("server/net", "sockets and TLS: listening sockets, TLS contexts and tickets"),
+    ("server/acme", "automatic certificates: the ACME client, its state and its thread"),
     ("server/conf", "configuration: the parser, the directive registry, sites and locations, "
                     "one generation (runtime)"),
     ("server/conn", "connections: the acceptor, the connection's state machine, transports "
