@@ -158,7 +158,12 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a
 $(BUILD)/tests/test_client_limits: private LDFLAGS += \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
 
-unit: $(UNIT_BINS)
+# tests/acme/acme_drive: drives server/acme/ against the test CA (tests/integration/test_acme.py)
+$(BUILD)/tests/acme_drive: tests/acme/acme_drive.c $(BUILD)/liblfhttpd.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
+
+unit: $(UNIT_BINS) $(BUILD)/tests/acme_drive
 
 # `make deps` installs what the build and the tests need. As a prerequisite it would install
 # too late for the make that runs it (see the top): list the goal in DEPS_GOALS instead.
@@ -192,7 +197,7 @@ run: all
 # contains NAME.
 # With TESTS, only the unit tests it selects are built (run.py names them unit/test_x).
 TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(findstring $(TESTS),unit/$(notdir $(b))),$(b))),$(UNIT_BINS))
-test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so
+test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so $(BUILD)/tests/acme_drive
 	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
 	    $(if $(TESTS),-k '$(TESTS)')
 
