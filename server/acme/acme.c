@@ -15,7 +15,9 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,7 +136,8 @@ static struct {
     struct challenge tab[ACME_MAX_NAMES];
     /* thread-only */
     struct acme_client *client;
-    time_t installed_not_after;
+    time_t installed_not_after; /* 0: nothing installed */
+    unsigned char installed_md[SHA256_DIGEST_LENGTH];
     unsigned attempt;
 } A = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -295,18 +298,23 @@ size_t acme_status(struct acme_name_status *out, size_t max)
 }
 
 /* Record an attempt's outcome (why: NULL on success) and when the next one is due. */
-static void status_set(const char *why, time_t now, time_t next, bool ordered)
+static void status_set(const char *why, time_t now, time_t next)
 {
     pthread_mutex_lock(&A.lock);
     A.status.last_attempt = now;
     A.status.last_ok = why == NULL;
     snprintf(A.status.last_error, sizeof(A.status.last_error), "%s", why ? why : "");
     A.status.next_attempt = next;
-    A.status.orders += ordered;
     A.status.failures += why != NULL;
     if (!why)
         A.status.not_after = A.installed_not_after;
     pthread_mutex_unlock(&A.lock);
+}
+
+/* The next attempt after a success: the renewal time, never sooner than RENEW_FLOOR_S. */
+static time_t next_after_success(time_t renew_at, time_t now)
+{
+    return renew_at > now + RENEW_FLOOR_S ? renew_at : now + RENEW_FLOOR_S;
 }
 
 /* ---- one attempt ------------------------------------------------------------------------- */
@@ -337,17 +345,29 @@ static void cert_file(char *out, size_t cap, const char *ext, bool full_path)
              A.s.names[0], ext);
 }
 
-static int install(struct attempt *at, time_t not_after)
+/* Hand the stored pair (leaf first) to the server, unless it already has this certificate.
+ * The status says so first: whoever the hook wakes reads a status that includes it. */
+static int install(struct attempt *at, X509 *leaf)
 {
+    unsigned char md[SHA256_DIGEST_LENGTH];
     char crt[PATH_MAX], key[PATH_MAX];
+    time_t nb, na, now = time(NULL);
+    unsigned int mdlen = sizeof(md);
 
-    if (not_after == A.installed_not_after)
+    if (certs_validity(leaf, &nb, &na) < 0 || !X509_digest(leaf, EVP_sha256(), md, &mdlen))
+        return attempt_fail(at, "the certificate's validity is unreadable");
+    at->renew_at = schedule_renew_at(nb, na);
+    if (A.installed_not_after && memcmp(md, A.installed_md, sizeof(md)) == 0)
         return 0;
     cert_file(crt, sizeof(crt), "crt", true);
     cert_file(key, sizeof(key), "key", true);
-    if (A.h.install && A.h.install(A.h.arg, A.s.names, A.s.n_names, crt, key) < 0)
+    A.installed_not_after = na;
+    status_set(NULL, now, next_after_success(at->renew_at, now));
+    if (A.h.install && A.h.install(A.h.arg, A.s.names, A.s.n_names, crt, key) < 0) {
+        A.installed_not_after = 0;
         return attempt_fail(at, "the server did not take the certificate");
-    A.installed_not_after = not_after;
+    }
+    memcpy(A.installed_md, md, sizeof(md));
     return 0;
 }
 
@@ -360,7 +380,6 @@ static int use_stored(struct attempt *at, time_t now)
     EVP_PKEY *key = NULL;
     char *pem = NULL;
     size_t len;
-    time_t nb, na;
     int err, rc = 0;
 
     cert_file(name, sizeof(name), "crt", false);
@@ -374,14 +393,12 @@ static int use_stored(struct attempt *at, time_t now)
         goto out;
     /* A corrupt, truncated or mismatched pair is ordered anew, never installed. */
     if (!chain || !key
-        || certs_chain_check(chain, key, A.s.names, A.s.n_names, now, why, sizeof(why)) < 0
-        || certs_validity(sk_X509_value(chain, 0), &nb, &na) < 0) {
+        || certs_chain_check(chain, key, A.s.names, A.s.n_names, now, why, sizeof(why)) < 0) {
         log_warn("acme: %s: the stored certificate is not usable (%s); ordering a new one",
                  A.s.names[0], !chain ? "not a certificate chain" : !key ? "no usable key" : why);
         goto out;
     }
-    rc = install(at, na) < 0 ? -1 : 0;
-    at->renew_at = schedule_renew_at(nb, na);
+    rc = install(at, sk_X509_value(chain, 0)) < 0 ? -1 : 0;
     if (rc == 0 && now < at->renew_at)
         rc = 1;
 out:
@@ -423,7 +440,6 @@ static int keep(struct attempt *at, STACK_OF(X509) *chain, EVP_PKEY *key)
     char name[NAME_MAX + 1];
     size_t len;
     char *pem = certs_chain_pem(chain, &len);
-    time_t nb, na;
     int err = pem ? 0 : -ENOMEM;
 
     cert_file(name, sizeof(name), "key", false);
@@ -435,10 +451,7 @@ static int keep(struct attempt *at, STACK_OF(X509) *chain, EVP_PKEY *key)
     free(pem);
     if (err < 0)
         return attempt_fail(at, "cannot store the certificate: %s", strerror(-err));
-    if (certs_validity(sk_X509_value(chain, 0), &nb, &na) < 0)
-        return attempt_fail(at, "the certificate's validity is unreadable");
-    at->renew_at = schedule_renew_at(nb, na);
-    return install(at, na);
+    return install(at, sk_X509_value(chain, 0));
 }
 
 static int order(struct attempt *at)
@@ -454,6 +467,9 @@ static int order(struct attempt *at)
             return attempt_fail(at, "cannot start the ACME client");
     }
     at->ordered = true;
+    pthread_mutex_lock(&A.lock);
+    A.status.orders++;
+    pthread_mutex_unlock(&A.lock);
     if (client_issue(A.client, &chain, &key) < 0) {
         at->retry_after = client_retry_after(A.client);
         return attempt_fail(at, "%s", client_why(A.client));
@@ -509,11 +525,11 @@ static void run_attempt(bool force)
     if (attempt(&at, force) == 0) {
         now = time(NULL);
         A.attempt = 0;
-        next = at.renew_at > now + RENEW_FLOOR_S ? at.renew_at : now + RENEW_FLOOR_S;
+        next = next_after_success(at.renew_at, now);
         if (at.ordered)
             log_notice("acme: %s: new certificate installed, valid until %lld, renewal at %lld",
                        A.s.names[0], (long long)A.installed_not_after, (long long)next);
-        status_set(NULL, now, next, at.ordered);
+        status_set(NULL, now, next);
         return;
     }
     if (stopping())
@@ -523,7 +539,7 @@ static void run_attempt(bool force)
     /* once per attempt: the backoff keeps this rare */
     log_warn("acme: %s: %s; next attempt in %lld s", A.s.names[0], at.why,
              (long long)(next - now));
-    status_set(at.why, now, next, at.ordered);
+    status_set(at.why, now, next);
 }
 
 static void *acme_main(void *arg)

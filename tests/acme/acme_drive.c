@@ -6,9 +6,10 @@
  *
  * Plays the server's part: answers HTTP-01 on 127.0.0.1:http-port from acme_http01_lookup()
  * and TLS-ALPN-01 on 127.0.0.1:tls-port with the certificate the alpn_publish hook gave, and
- * counts installs. Exits 0 once a certificate is installed (with --renew: once a second one
+ * counts installs (a port of 0: no responder there). Exits 0 once a certificate is installed (with --renew: once a second one
  * is, after acme_renew_now()), 1 when the timeout passes first, 2 on bad arguments. Prints
- * "installed CHAIN KEY" per install and "orders=N failures=N not_after=T" at the end. */
+ * "installed CHAIN KEY" per install and "orders=N failures=N ... http01_served=N
+ * alpn_served=N last_error=..." at the end. */
 #include "acme/acme.h"
 #include "log/log.h"
 
@@ -18,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     unsigned installs;
+    unsigned http01_served, alpn_served; /* validations answered with a 200 / a handshake */
     char name[ACME_NAME_MAX + 1];
     X509 *cert;
     EVP_PKEY *key;
@@ -96,6 +99,9 @@ static void http01_answer(int fd)
     } else {
         snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                                      "Content-Length: %zd\r\nConnection: close\r\n\r\n", n);
+        pthread_mutex_lock(&D.lock);
+        D.http01_served++;
+        pthread_mutex_unlock(&D.lock);
     }
     if (write(fd, head, strlen(head)) < 0 || (n > 0 && write(fd, body, (size_t)n) < 0))
         fprintf(stderr, "acme_drive: http-01 write: %s\n", strerror(errno));
@@ -161,8 +167,12 @@ static void *alpn_thread(void *arg)
         if ((fd = accept_one(lfd)) < 0)
             continue;
         ssl = SSL_new(ctx);
-        if (ssl && SSL_set_fd(ssl, fd) == 1 && SSL_accept(ssl) == 1)
+        if (ssl && SSL_set_fd(ssl, fd) == 1 && SSL_accept(ssl) == 1) {
+            pthread_mutex_lock(&D.lock);
+            D.alpn_served++;
+            pthread_mutex_unlock(&D.lock);
             SSL_shutdown(ssl);
+        }
         ERR_clear_error();
         SSL_free(ssl);
         close(fd);
@@ -300,23 +310,27 @@ int main(int argc, char **argv)
     bool ok;
 
     parse(argc, argv, &a);
-    if (!a.http_port || !a.tls_port)
-        usage();
-    log_init(LOG_INFO, 2);
-    hfd = listen_on(a.http_port);
-    tfd = listen_on(a.tls_port);
-    if (pthread_create(&t1, NULL, http01_thread, &hfd) != 0
-        || pthread_create(&t2, NULL, alpn_thread, &tfd) != 0 || acme_start(&a.s, &hooks) < 0)
+    signal(SIGPIPE, SIG_IGN); /* as the server does: a peer that hung up is EPIPE */
+    log_init(LOG_DEBUG, 2);
+    /* port 0: no responder (a second process that must find the first one's certificate) */
+    hfd = a.http_port > 0 ? listen_on(a.http_port) : -1;
+    tfd = a.tls_port > 0 ? listen_on(a.tls_port) : -1;
+    if ((hfd >= 0 && pthread_create(&t1, NULL, http01_thread, &hfd) != 0)
+        || (tfd >= 0 && pthread_create(&t2, NULL, alpn_thread, &tfd) != 0)
+        || acme_start(&a.s, &hooks) < 0)
         return 2;
     ok = wait_installs(1, time(NULL) + a.timeout);
     if (ok && a.renew) {
         acme_renew_now();
         ok = wait_installs(2, time(NULL) + a.timeout);
     }
+    acme_stop(); /* then the status is final */
     acme_status(&st, 1);
-    acme_stop();
-    printf("orders=%u failures=%u not_after=%lld last_ok=%d last_error=%s\n", st.orders,
-           st.failures, (long long)st.not_after, st.last_ok, st.last_error);
+    pthread_mutex_lock(&D.lock);
+    printf("orders=%u failures=%u not_after=%lld last_ok=%d http01_served=%u alpn_served=%u "
+           "last_error=%s\n", st.orders, st.failures, (long long)st.not_after, st.last_ok,
+           D.http01_served, D.alpn_served, st.last_error);
+    pthread_mutex_unlock(&D.lock);
     fflush(stdout);
     return ok ? 0 : 1;
 }
