@@ -49,11 +49,12 @@ class Pebble:
         for f in self.logs:
             f.close()
 
-    def log(self):
+    def log(self, tail=4000):
+        """The output of challtestsrv and pebble (the last `tail` characters of each)."""
         out = []
         for name in ("challtestsrv.log", "pebble.log"):
             with open(os.path.join(self.dir, name), errors="replace") as f:
-                out.append("== %s ==\n%s" % (name, f.read()[-4000:]))
+                out.append("== %s ==\n%s" % (name, f.read()[-tail if tail else 0:]))
         return "\n".join(out)
 
 
