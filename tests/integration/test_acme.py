@@ -6,6 +6,7 @@ certificate, and reports each install. pebble-challtestsrv resolves every name t
 Certificates are checked with the openssl command against pebble's root (/roots/0).
 """
 
+import fcntl
 import os
 import stat
 import subprocess
@@ -106,3 +107,70 @@ def test_acme_survives_rejected_nonces(tmpdir):
                 os.path.join(state, "a.acme.test.key"), NAMES)
     finally:
         ca.stop()
+
+
+def test_acme_damaged_state(tmpdir):
+    """A truncated stored chain is ordered anew (never installed); a corrupt account key is
+    refused, not silently replaced (the account would be lost with it)."""
+    ca = start_pebble(tmpdir)
+    try:
+        state = os.path.join(tmpdir, "state")
+        crt = os.path.join(state, "a.acme.test.crt")
+        _ok(*drive(ca, state, NAMES), orders=1)
+        text = _read(crt)
+        with open(crt, "wb") as f:
+            f.write(text[:len(text) // 3])
+        rc, out, err = drive(ca, state, NAMES)
+        _ok(rc, out, err, orders=1)
+        assert "the stored certificate is not usable" in err, err[-4000:]
+        _verify(ca, tmpdir, crt, os.path.join(state, "a.acme.test.key"), NAMES)
+
+        with open(os.path.join(state, "account.key"), "w") as f:
+            f.write("-----BEGIN PRIVATE KEY-----\nnot a key\n")
+        os.unlink(crt)
+        rc, out, err = drive(ca, state, NAMES, extra=["--timeout", "3"])
+        assert rc == 1 and "installed " not in out, (rc, out, err[-4000:])
+        assert "not a private key" in err, err[-4000:]
+        assert "last_ok=0" in out and "orders=0" in out, out
+    finally:
+        ca.stop()
+
+
+def test_acme_shared_state_directory(tmpdir):
+    """Processes sharing a state directory take turns on its lock file: one that finds it held
+    waits, then orders; another one later installs what that one stored, with no order."""
+    ca = start_pebble(tmpdir)
+    try:
+        state = os.path.join(tmpdir, "state")
+        os.mkdir(state, 0o700)
+        holder = open(os.path.join(state, "lock"), "w")
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        first = subprocess.Popen(
+            [driver(), "--directory", ca.directory, "--ca-bundle", ca.tls_cert, "--state", state,
+             "--challenge", "http-01", "--http-port", str(ca.http_port),
+             "--tls-port", str(ca.tls_port), "--timeout", str(int(T(30))), "a.acme.test"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        time.sleep(T(2))
+        assert first.poll() is None and "order-plz" not in ca.log(tail=None), \
+            "ordered while another process held the lock"
+        holder.close()
+        out1, err1 = first.communicate(timeout=T(40))
+        _ok(first.returncode, out1.decode(), err1.decode(), orders=1)
+        # no responder: it could not pass a validation, only reuse
+        rc, out, err = drive(ca, state, ["a.acme.test"], extra=["--http-port", "0",
+                                                               "--tls-port", "0"])
+        _ok(rc, out, err, orders=0)
+    finally:
+        ca.stop()
+
+
+def test_acme_refuses_bad_settings(tmpdir):
+    """Wildcards and IP addresses need what this client does not do: refused at start."""
+    for name, why in (("*.acme.test", "wildcard"), ("127.0.0.1", "IP address"),
+                      ("-bad.acme.test", "'-'"), ("single", "two labels")):
+        p = subprocess.run([driver(), "--directory", "https://127.0.0.1:1/dir", "--state",
+                            os.path.join(tmpdir, "s"), "--http-port", "0", "--tls-port", "0",
+                            name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=T(10))
+        err = p.stderr.decode()
+        assert p.returncode == 2 and why in err, (name, p.returncode, err)
