@@ -244,11 +244,17 @@ int certs_chain_check(STACK_OF(X509) *chain, EVP_PKEY *key, const char *const *n
             return snprintf(why, whycap, "the certificate does not cover %s", names[i]), -1;
     if (certs_validity(leaf, &nb, &na) < 0 || nb > now + CLOCK_SKEW_SECONDS || na <= now)
         return snprintf(why, whycap, "the certificate is not valid now"), -1;
-    for (c = 0; c + 1 < sk_X509_num(chain); c++)
-        if (X509_check_issued(sk_X509_value(chain, c + 1), sk_X509_value(chain, c))
-            != X509_V_OK)
+    /* Names alone (X509_check_issued) can be copied: the signature must be the issuer's. The
+     * chain's trust is the TLS clients' business; this only refuses a broken download. */
+    for (c = 0; c + 1 < sk_X509_num(chain); c++) {
+        X509 *child = sk_X509_value(chain, c), *issuer = sk_X509_value(chain, c + 1);
+        if (X509_check_issued(issuer, child) != X509_V_OK
+            || X509_verify(child, X509_get0_pubkey(issuer)) != 1) {
+            ERR_clear_error();
             return snprintf(why, whycap, "certificate %d of the chain is not issued by the next",
                             c),
                    -1;
+        }
+    }
     return 0;
 }
