@@ -26,6 +26,8 @@
 #include <strings.h>
 
 #define ACCOUNT_KEY "account.key"
+/* a certificate chain is public; its key (store_save_key) is 0600 */
+#define CHAIN_MODE 0644
 #define DEFAULT_RETRY_MIN_S 60
 #define DEFAULT_RETRY_MAX_S (24 * 3600)
 #define DNS_LABEL_MAX 63
@@ -77,7 +79,8 @@ static const char *name_check(const char *name)
 
 static bool url_scheme_ok(const char *url, bool test_ca)
 {
-    return strncmp(url, "https://", 8) == 0 || (test_ca && strncmp(url, "http://", 7) == 0);
+    return strncmp(url, "https://", strlen("https://")) == 0
+           || (test_ca && strncmp(url, "http://", strlen("http://")) == 0);
 }
 
 const char *acme_settings_check(const struct acme_settings *s)
@@ -447,7 +450,7 @@ static int keep(struct attempt *at, STACK_OF(X509) *chain, EVP_PKEY *key)
         err = store_save_key(A.s.state_dir, name, key);
     cert_file(name, sizeof(name), "crt", false);
     if (err == 0)
-        err = store_write(A.s.state_dir, name, pem, len, 0644);
+        err = store_write(A.s.state_dir, name, pem, len, CHAIN_MODE);
     free(pem);
     if (err < 0)
         return attempt_fail(at, "cannot store the certificate: %s", strerror(-err));

@@ -45,9 +45,13 @@
 #define MS_PER_S 1000
 #define HTTP_OK 200
 #define HTTP_CREATED 201
+#define HTTP_NO_CONTENT 204
 #define HTTP_BAD_REQUEST 400
 
 #define ERR_PREFIX "urn:ietf:params:acme:error:"
+#define HTTPS "https://"
+#define HTTP "http://"
+#define ASCII_DEL 0x7f
 
 struct reply {
     long status;
@@ -185,9 +189,10 @@ static bool url_ok(const struct acme_client *c, const char *url)
     if (len == 0 || len >= URL_MAX)
         return false;
     for (i = 0; i < len; i++)
-        if ((unsigned char)url[i] <= ' ' || (unsigned char)url[i] >= 0x7f)
+        if ((unsigned char)url[i] <= ' ' || (unsigned char)url[i] >= ASCII_DEL)
             return false;
-    return strncmp(url, "https://", 8) == 0 || (c->s->test_ca && strncmp(url, "http://", 7) == 0);
+    return strncmp(url, HTTPS, strlen(HTTPS)) == 0
+           || (c->s->test_ca && strncmp(url, HTTP, strlen(HTTP)) == 0);
 }
 
 /* One exchange: GET (body NULL), HEAD (head), or POST of a JWS. */
@@ -244,8 +249,11 @@ static json_object *reply_json(struct acme_client *c, const struct reply *r, con
 
     if (tok && r->body && r->len <= INT32_MAX) {
         j = json_tokener_parse_ex(tok, r->body, (int)r->len);
+        /* one object and nothing after it: trailing bytes mean the reply is not what the
+         * CA meant to send (or not from the CA) */
         if (j && (json_tokener_get_error(tok) != json_tokener_success
-                  || tok->char_offset != (int)r->len || !json_object_is_type(j, json_type_object))) {
+                  || json_tokener_get_parse_end(tok) != r->len
+                  || !json_object_is_type(j, json_type_object))) {
             json_object_put(j);
             j = NULL;
         }
@@ -329,7 +337,7 @@ static int fetch_nonce(struct acme_client *c)
 
     reply_reset(&r, JSON_BODY_MAX);
     rc = transfer(c, c->new_nonce, NULL, true, "*/*", &r);
-    if (rc == 0 && r.status != HTTP_OK && r.status != 204)
+    if (rc == 0 && r.status != HTTP_OK && r.status != HTTP_NO_CONTENT)
         rc = fail_reply(c, &r, "newNonce");
     if (rc == 0) {
         keep_nonce(c, &r);

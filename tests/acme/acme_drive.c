@@ -6,8 +6,9 @@
  *
  * Plays the server's part: answers HTTP-01 on 127.0.0.1:http-port from acme_http01_lookup()
  * and TLS-ALPN-01 on 127.0.0.1:tls-port with the certificate the alpn_publish hook gave, and
- * counts installs (a port of 0: no responder there). Exits 0 once a certificate is installed (with --renew: once a second one
- * is, after acme_renew_now()), 1 when the timeout passes first, 2 on bad arguments. Prints
+ * counts installs (a port of 0: no responder there). Exits 0 once a certificate is installed
+ * (with --renew: once a second one is, after acme_renew_now()), 1 when the timeout passes
+ * first, 2 on bad arguments. Prints
  * "installed CHAIN KEY" per install and "orders=N failures=N ... http01_served=N
  * alpn_served=N last_error=..." at the end. */
 #include "acme/acme.h"
