@@ -108,15 +108,24 @@ static void http01_answer(int fd)
         fprintf(stderr, "acme_drive: http-01 write: %s\n", strerror(errno));
 }
 
+/* accept() until the listener is shut down (then it fails with EINVAL). */
+static int next_client(int lfd)
+{
+    int fd;
+
+    while ((fd = accept_one(lfd)) < 0 && errno != EINVAL)
+        ;
+    return fd;
+}
+
 static void *http01_thread(void *arg)
 {
     int lfd = *(int *)arg, fd;
 
-    for (;;)
-        if ((fd = accept_one(lfd)) >= 0) {
-            http01_answer(fd);
-            close(fd);
-        }
+    while ((fd = next_client(lfd)) >= 0) {
+        http01_answer(fd);
+        close(fd);
+    }
     return NULL;
 }
 
@@ -163,11 +172,8 @@ static void *alpn_thread(void *arg)
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_alpn_select_cb(ctx, on_alpn, NULL);
     SSL_CTX_set_tlsext_servername_callback(ctx, on_sni);
-    for (;;) {
-        SSL *ssl;
-        if ((fd = accept_one(lfd)) < 0)
-            continue;
-        ssl = SSL_new(ctx);
+    while ((fd = next_client(lfd)) >= 0) {
+        SSL *ssl = SSL_new(ctx);
         if (ssl && SSL_set_fd(ssl, fd) == 1 && SSL_accept(ssl) == 1) {
             pthread_mutex_lock(&D.lock);
             D.alpn_served++;
@@ -178,6 +184,7 @@ static void *alpn_thread(void *arg)
         SSL_free(ssl);
         close(fd);
     }
+    SSL_CTX_free(ctx);
     return NULL;
 }
 
@@ -327,6 +334,12 @@ int main(int argc, char **argv)
     }
     acme_stop(); /* then the status is final */
     acme_status(&st, 1);
+    /* the responders end before OpenSSL's exit handlers free what they use */
+    if (hfd >= 0 && shutdown(hfd, SHUT_RDWR) == 0)
+        pthread_join(t1, NULL);
+    if (tfd >= 0 && shutdown(tfd, SHUT_RDWR) == 0)
+        pthread_join(t2, NULL);
+    alpn_withdraw(NULL, D.name);
     pthread_mutex_lock(&D.lock);
     printf("orders=%u failures=%u not_after=%lld last_ok=%d http01_served=%u alpn_served=%u "
            "last_error=%s\n", st.orders, st.failures, (long long)st.not_after, st.last_ok,
