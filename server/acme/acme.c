@@ -520,7 +520,8 @@ static unsigned retry_delay(const struct attempt *at)
     return d;
 }
 
-static void run_attempt(bool force)
+/* One attempt and its outcome in the status; false when it failed. */
+static bool run_attempt(bool force)
 {
     struct attempt at = {.retry_after = -1};
     time_t now, next;
@@ -533,32 +534,33 @@ static void run_attempt(bool force)
             log_notice("acme: %s: new certificate installed, valid until %lld, renewal at %lld",
                        A.s.names[0], (long long)A.installed_not_after, (long long)next);
         status_set(NULL, now, next);
-        return;
+        return true;
     }
     if (stopping())
-        return;
+        return false;
     now = time(NULL);
     next = now + retry_delay(&at);
     /* once per attempt: the backoff keeps this rare */
     log_warn("acme: %s: %s; next attempt in %lld s", A.s.names[0], at.why,
              (long long)(next - now));
     status_set(at.why, now, next);
+    return false;
 }
 
 static void *acme_main(void *arg)
 {
-    bool force;
+    bool asked, forced = false;
     time_t now, next;
 
     (void)arg;
     for (;;) {
         pthread_mutex_lock(&A.lock);
-        force = A.renew;
+        asked = A.renew;
         A.renew = false;
         next = A.status.next_attempt;
         pthread_mutex_unlock(&A.lock);
         now = time(NULL);
-        if (!force && now < next) {
+        if (!asked && now < next) {
             time_t d = next - now > WAIT_SLICE_S ? WAIT_SLICE_S : next - now;
             if (!wait_ms((unsigned)d * MS_PER_S, true))
                 break;
@@ -566,7 +568,9 @@ static void *acme_main(void *arg)
         }
         if (stopping())
             break;
-        run_attempt(force);
+        /* A renewal asked for stays asked for until one succeeds: its retries (after the
+         * backoff like any other) must not settle for the certificate it was to replace. */
+        forced = !run_attempt(asked || forced) && (asked || forced);
     }
     challenges_clear();
     return NULL;

@@ -7,14 +7,17 @@ Certificates are checked with the openssl command against pebble's root (/roots/
 """
 
 import fcntl
+import http.server
 import os
+import ssl
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.acme import drive, driver, start_pebble  # noqa: E402
+from lib.acme import drive, driver, self_signed, start_pebble  # noqa: E402
 from lib.server import T, sanitizer_report  # noqa: E402
 
 NAMES = ["a.acme.test", "b.acme.test"]
@@ -174,3 +177,69 @@ def test_acme_refuses_bad_settings(tmpdir):
                            timeout=T(10))
         err = p.stderr.decode()
         assert p.returncode == 2 and why in err, (name, p.returncode, err)
+
+
+class _FakeCA:
+    """An HTTPS server that answers the directory with `body` (status 200): a CA gone wrong."""
+
+    def __init__(self, tmpdir, body):
+        cert, key = self_signed(os.path.join(tmpdir, "fake"))
+        body = body.encode() if isinstance(body, str) else body
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.cert = cert
+        self.directory = "https://127.0.0.1:%d/dir" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_acme_untrusted_replies_keep_the_certificate(tmpdir):
+    """A directory that is not JSON, holds a non-https URL or is too large fails the renewal
+    with a reason; the stored certificate stays, untouched, and stays installed."""
+    ca = start_pebble(tmpdir)
+    state = os.path.join(tmpdir, "state")
+    try:
+        _ok(*drive(ca, state, NAMES), orders=1)
+    finally:
+        ca.stop()
+    crt = os.path.join(state, "a.acme.test.crt")
+    before = _read(crt)
+    os.mkdir(os.path.join(tmpdir, "fake"))
+    cases = [('{"newNonce": "https://127.0.0.1/n", ', "not a JSON object"),
+             ('{"newNonce": "https://127.0.0.1/n"} trailing', "not a JSON object"),
+             ('[1, 2]', "not a JSON object"),
+             ('{"newNonce": "http://127.0.0.1/n", "newAccount": "https://127.0.0.1/a",'
+              ' "newOrder": "https://127.0.0.1/o"}', "\"newNonce\" is missing or not an acceptable"),
+             ('{"newNonce": 7}', "\"newNonce\" is missing or not an acceptable"),
+             ('{"x": "' + "y" * 100000 + '"}', "reply too large")]
+    for body, why in cases:
+        fake = _FakeCA(tmpdir, body)
+        try:
+            p = subprocess.run(
+                [driver(), "--directory", fake.directory, "--ca-bundle", fake.cert,
+                 "--state", state, "--http-port", "0", "--tls-port", "0", "--renew",
+                 "--timeout", "2"] + NAMES, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                timeout=T(30))
+        finally:
+            fake.stop()
+        out, err = p.stdout.decode(), p.stderr.decode()
+        assert p.returncode == 1 and out.count("installed ") == 1, (body[:60], out, err)
+        assert why in err and "last_ok=0" in out, (body[:60], why, out, err[-2000:])
+        assert _read(crt) == before, "a failed renewal touched the stored certificate"

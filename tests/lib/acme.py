@@ -63,7 +63,8 @@ def installed():
     return shutil.which("pebble") is not None and shutil.which("pebble-challtestsrv") is not None
 
 
-def _pebble_cert(d):
+def self_signed(d):
+    """A certificate for 127.0.0.1 and localhost, and its key (pebble's own, a fake CA's)."""
     cert, key = os.path.join(d, "pebble.pem"), os.path.join(d, "pebble.key")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
                     "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
@@ -76,7 +77,7 @@ def _pebble_cert(d):
 def start_pebble(d, nonce_reject=0):
     assert installed(), "pebble is not installed: run 'make deps' (Debian package pebble)"
     ca = Pebble(d)
-    ca.tls_cert, key = _pebble_cert(d)
+    ca.tls_cert, key = self_signed(d)
     ca.port, ca.mgmt_port, ca.http_port, ca.tls_port, dns, dns_mgmt = (
         free_port() for _ in range(6))
     conf = os.path.join(d, "pebble.json")
