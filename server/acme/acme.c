@@ -9,6 +9,7 @@
 #include "acme/client.h"
 #include "acme/schedule.h"
 #include "acme/store.h"
+#include "http/http_date.h"
 #include "log/log.h"
 
 #include <arpa/inet.h>
@@ -26,6 +27,8 @@
 #include <strings.h>
 
 #define ACCOUNT_KEY "account.key"
+/* http_date_format()'s 29 characters and the NUL */
+#define HTTP_DATE_BUF 30
 /* a certificate chain is public; its key (store_save_key) is 0600 */
 #define CHAIN_MODE 0644
 #define DEFAULT_RETRY_MIN_S 60
@@ -403,6 +406,8 @@ static int use_stored(struct attempt *at, time_t now)
     }
     rc = install(at, sk_X509_value(chain, 0)) < 0 ? -1 : 0;
     if (rc == 0 && now < at->renew_at)
+        log_info("acme: %s: the stored certificate is good until its renewal", A.s.names[0]);
+    if (rc == 0 && now < at->renew_at)
         rc = 1;
 out:
     sk_X509_pop_free(chain, X509_free);
@@ -530,9 +535,13 @@ static bool run_attempt(bool force)
         now = time(NULL);
         A.attempt = 0;
         next = next_after_success(at.renew_at, now);
-        if (at.ordered)
-            log_notice("acme: %s: new certificate installed, valid until %lld, renewal at %lld",
-                       A.s.names[0], (long long)A.installed_not_after, (long long)next);
+        if (at.ordered) {
+            char until[HTTP_DATE_BUF], renew[HTTP_DATE_BUF];
+            http_date_format(A.installed_not_after, until);
+            http_date_format(next, renew);
+            log_notice("acme: %s: new certificate installed, valid until %s, renewal at %s",
+                       A.s.names[0], until, renew);
+        }
         status_set(NULL, now, next);
         return true;
     }
@@ -578,7 +587,7 @@ static void *acme_main(void *arg)
 
 int acme_start(const struct acme_settings *s, const struct acme_hooks *h)
 {
-    const char *why = acme_settings_check(s);
+    const char *why = A.running ? "already started" : acme_settings_check(s);
     pthread_condattr_t ca;
     int err;
 
