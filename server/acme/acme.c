@@ -43,6 +43,11 @@
 #define MS_PER_S 1000
 #define NS_PER_MS 1000000L
 #define NS_PER_S 1000000000L
+/* ARI: how often to ask the CA for its renewal window (RFC 9773 4.3: its Retry-After,
+ * within these bounds; six hours when it gives none). */
+#define ARI_POLL_DEFAULT_S (6 * 3600)
+#define ARI_POLL_MIN_S 60
+#define ARI_POLL_MAX_S (24 * 3600)
 /* Never order again sooner than this after a success, whatever the certificate says. */
 #define RENEW_FLOOR_S 60
 
@@ -330,7 +335,11 @@ struct attempt {
     long retry_after; /* the CA's, seconds; -1: none */
     bool ordered;
     time_t renew_at;
+    time_t ari_poll_at;              /* when to ask the CA's ARI again; 0: not asked */
+    char replaces[ACME_ARI_ID_MAX]; /* the stored certificate's ARI identifier, or "" */
 };
+
+static void ari_check(struct attempt *at, X509 *leaf, time_t now);
 
 static int attempt_fail(struct attempt *at, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -405,10 +414,14 @@ static int use_stored(struct attempt *at, time_t now)
         goto out;
     }
     rc = install(at, sk_X509_value(chain, 0)) < 0 ? -1 : 0;
+    if (certs_ari_id(sk_X509_value(chain, 0), at->replaces, sizeof(at->replaces)) < 0)
+        at->replaces[0] = '\0';
     if (rc == 0 && now < at->renew_at)
+        ari_check(at, sk_X509_value(chain, 0), now);
+    if (rc == 0 && now < at->renew_at) {
         log_info("acme: %s: the stored certificate is good until its renewal", A.s.names[0]);
-    if (rc == 0 && now < at->renew_at)
         rc = 1;
+    }
 out:
     sk_X509_pop_free(chain, X509_free);
     EVP_PKEY_free(key);
@@ -462,23 +475,68 @@ static int keep(struct attempt *at, STACK_OF(X509) *chain, EVP_PKEY *key)
     return install(at, sk_X509_value(chain, 0));
 }
 
+static int ensure_client(struct attempt *at)
+{
+    EVP_PKEY *acct;
+
+    if (A.client)
+        return 0;
+    if ((acct = account_key(at)) == NULL)
+        return -1;
+    if ((A.client = client_new(&A.s, &ENV, acct)) == NULL)
+        return attempt_fail(at, "cannot start the ACME client");
+    return 0;
+}
+
+/* ARI (RFC 9773): a CA that knows better (a revocation coming, a shorter lifetime) may ask
+ * for an earlier renewal; never a later one than our own two thirds. Any failure here only
+ * leaves our own schedule. */
+static void ari_check(struct attempt *at, X509 *leaf, time_t now)
+{
+    time_t start, end, pick;
+    long poll = -1;
+    uint32_t rnd = 0;
+    int rc;
+
+    if (ensure_client(at) < 0) {
+        log_info("acme: %s: no renewal information: %s", A.s.names[0], at->why);
+        at->why[0] = '\0';
+        return;
+    }
+    rc = client_renewal_window(A.client, leaf, &start, &end, &poll);
+    if (rc == 1)
+        return;
+    at->ari_poll_at = now + (poll < 0 ? ARI_POLL_DEFAULT_S
+                             : poll < ARI_POLL_MIN_S ? ARI_POLL_MIN_S
+                             : poll > ARI_POLL_MAX_S ? ARI_POLL_MAX_S : poll);
+    if (rc < 0) {
+        log_info("acme: %s: %s; renewal on our own schedule", A.s.names[0],
+                 client_why(A.client));
+        return;
+    }
+    if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
+        rnd = (uint32_t)now;
+    pick = schedule_in_window(start, end, rnd);
+    if (pick < at->renew_at) {
+        log_notice("acme: %s: the CA suggests renewing by %lld s from now", A.s.names[0],
+                   (long long)(pick - now));
+        at->renew_at = pick;
+    }
+}
+
 static int order(struct attempt *at)
 {
     STACK_OF(X509) *chain;
-    EVP_PKEY *key, *acct;
+    EVP_PKEY *key;
     int rc;
 
-    if (!A.client) {
-        if ((acct = account_key(at)) == NULL)
-            return -1;
-        if ((A.client = client_new(&A.s, &ENV, acct)) == NULL)
-            return attempt_fail(at, "cannot start the ACME client");
-    }
+    if (ensure_client(at) < 0)
+        return -1;
     at->ordered = true;
     pthread_mutex_lock(&A.lock);
     A.status.orders++;
     pthread_mutex_unlock(&A.lock);
-    if (client_issue(A.client, &chain, &key) < 0) {
+    if (client_issue(A.client, at->replaces[0] ? at->replaces : NULL, &chain, &key) < 0) {
         at->retry_after = client_retry_after(A.client);
         return attempt_fail(at, "%s", client_why(A.client));
     }
@@ -525,16 +583,29 @@ static unsigned retry_delay(const struct attempt *at)
     return d;
 }
 
+static void set_in_progress(bool on)
+{
+    pthread_mutex_lock(&A.lock);
+    A.status.in_progress = on;
+    pthread_mutex_unlock(&A.lock);
+}
+
 /* One attempt and its outcome in the status; false when it failed. */
 static bool run_attempt(bool force)
 {
     struct attempt at = {.retry_after = -1};
     time_t now, next;
+    int rc;
 
-    if (attempt(&at, force) == 0) {
+    set_in_progress(true);
+    rc = attempt(&at, force);
+    set_in_progress(false);
+    if (rc == 0) {
         now = time(NULL);
         A.attempt = 0;
         next = next_after_success(at.renew_at, now);
+        if (at.ari_poll_at && at.ari_poll_at < next)
+            next = at.ari_poll_at;
         if (at.ordered) {
             char until[HTTP_DATE_BUF], renew[HTTP_DATE_BUF];
             http_date_format(A.installed_not_after, until);

@@ -29,6 +29,8 @@
 /* token "." thumbprint */
 #define ACME_KEYAUTH_MAX (ACME_TOKEN_MAX + 1 + 43)
 #define ACME_ERROR_MAX 160
+/* An ARI certificate identifier: base64url of a key identifier and of a serial number */
+#define ACME_ARI_ID_MAX 128
 /* The path prefix HTTP-01 answers under (RFC 8555 8.3). */
 #define ACME_HTTP01_PREFIX "/.well-known/acme-challenge/"
 
@@ -93,6 +95,7 @@ struct acme_name_status {
     bool last_ok;
     char last_error[ACME_ERROR_MAX]; /* when !last_ok */
     time_t next_attempt;
+    bool in_progress;  /* an attempt (a check, an order) is under way */
     unsigned orders;   /* new orders placed by this process */
     unsigned failures; /* failed attempts by this process */
 };

@@ -1,6 +1,8 @@
 /* certs.c — keys, CSRs, the TLS-ALPN-01 certificate and the issued chain's checks (certs.h). */
 #include "acme/certs.h"
 
+#include "acme/jws.h"
+
 #include <openssl/asn1.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -10,6 +12,7 @@
 #include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <openssl/x509v3.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,8 @@
 /* The validation certificate only has to live through one validation. */
 #define ALPN_CERT_SECONDS (7 * 24 * 3600)
 #define SERIAL_BYTES 16
+/* RFC 5280 4.1.2.2: a serial number is at most 20 octets */
+#define SERIAL_MAX 20
 /* A CA's clock may run ahead of ours: a certificate valid from up to this far in the future is
  * still taken (it will be valid by the time anyone notices). */
 #define CLOCK_SKEW_SECONDS 300
@@ -211,6 +216,35 @@ char *certs_chain_pem(STACK_OF(X509) *chain, size_t *len)
 out:
     BIO_free(bio);
     return out;
+}
+
+int certs_ari_id(X509 *cert, char *out, size_t cap)
+{
+    const ASN1_OCTET_STRING *aki = X509_get0_authority_key_id(cert);
+    BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+    unsigned char serial[SERIAL_MAX + 1];
+    int n = bn ? BN_num_bytes(bn) : -1, rc = -1;
+    ssize_t a;
+
+    /* DER content octets of a positive INTEGER: big-endian, with a 0x00 in front when the
+     * high bit is set (it would read as negative) */
+    if (aki && n > 0 && n <= SERIAL_MAX) {
+        bool pad;
+        serial[0] = 0;
+        BN_bn2bin(bn, serial + 1);
+        pad = serial[1] & 0x80;
+        a = b64url_encode(ASN1_STRING_get0_data(aki), (size_t)ASN1_STRING_length(aki), out,
+                          cap);
+        if (a >= 0 && (size_t)a + 1 < cap
+            && b64url_encode(pad ? serial : serial + 1, (size_t)n + pad, out + a + 1,
+                             cap - (size_t)a - 1)
+                   >= 0) {
+            out[a] = '.';
+            rc = 0;
+        }
+    }
+    BN_free(bn);
+    return rc;
 }
 
 int certs_validity(X509 *cert, time_t *not_before, time_t *not_after)

@@ -36,6 +36,11 @@ char *certs_chain_pem(STACK_OF(X509) *chain, size_t *len);
 int certs_chain_check(STACK_OF(X509) *chain, EVP_PKEY *key, const char *const *names,
                       size_t n_names, time_t now, char *why, size_t whycap);
 
+/* The certificate's ARI identifier (RFC 9773 4.1): base64url of its Authority Key Identifier's
+ * keyIdentifier, ".", base64url of its serial number's DER content octets. 0, or -1 (no AKI,
+ * too small a buffer). */
+int certs_ari_id(X509 *cert, char *out, size_t cap);
+
 /* The leaf's validity period. 0, or -1. */
 int certs_validity(X509 *cert, time_t *not_before, time_t *not_after);
 

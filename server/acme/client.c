@@ -71,6 +71,7 @@ struct acme_client {
     char thumbprint[JWS_THUMBPRINT_LEN + 1];
     CURL *curl;
     char new_nonce[URL_MAX], new_account[URL_MAX], new_order[URL_MAX];
+    char renewal_info[URL_MAX]; /* ARI; empty when the CA has none */
     char kid[URL_MAX];
     char nonce[NONCE_MAX];
     long retry_after;
@@ -406,6 +407,12 @@ static int directory(struct acme_client *c)
                     || jurl(c, j, "newAccount", c->new_account) < 0
                     || jurl(c, j, "newOrder", c->new_order) < 0))
         rc = -1;
+    c->renewal_info[0] = '\0';
+    if (rc == 0 && json_object_object_get_ex(j, "renewalInfo", NULL)
+        && jurl(c, j, "renewalInfo", c->renewal_info) < 0)
+        rc = -1;
+    if (rc < 0)
+        c->new_order[0] = '\0'; /* fetch it again next time */
     json_object_put(j);
     reply_free(&r);
     return rc;
@@ -477,7 +484,7 @@ static bool poll_wait(struct acme_client *c, const struct reply *r, time_t deadl
     return true;
 }
 
-static int new_order(struct acme_client *c, struct order *o)
+static int new_order(struct acme_client *c, const char *replaces, struct order *o)
 {
     json_object *p = json_object_new_object(), *ids = json_object_new_array(), *j = NULL, *a;
     struct reply r = {0};
@@ -496,6 +503,9 @@ static int new_order(struct acme_client *c, struct order *o)
         json_object_array_add(ids, id);
     }
     json_object_object_add(p, "identifiers", ids);
+    /* RFC 9773 5: which certificate this order renews, for a CA that speaks ARI */
+    if (replaces && c->renewal_info[0])
+        json_object_object_add(p, "replaces", json_object_new_string(replaces));
     j = post_json(c, c->new_order, json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN),
                   HTTP_CREATED, &r, "newOrder");
     if (!j)
@@ -730,7 +740,8 @@ static STACK_OF(X509) *download(struct acme_client *c, const struct order *o)
     return chain;
 }
 
-static int issue(struct acme_client *c, struct order *o, STACK_OF(X509) **chain, EVP_PKEY *key)
+static int issue(struct acme_client *c, const char *replaces, struct order *o,
+                 STACK_OF(X509) **chain, EVP_PKEY *key)
 {
     size_t i;
 
@@ -738,7 +749,7 @@ static int issue(struct acme_client *c, struct order *o, STACK_OF(X509) **chain,
         return -1;
     if (!c->kid[0] && account(c) < 0)
         return -1;
-    if (new_order(c, o) < 0)
+    if (new_order(c, replaces, o) < 0)
         return -1;
     log_info("acme: order %s for %s%s", o->url, c->s->names[0], c->s->n_names > 1 ? ", ..." : "");
     for (i = 0; i < o->n_authz; i++)
@@ -756,7 +767,8 @@ static int issue(struct acme_client *c, struct order *o, STACK_OF(X509) **chain,
     return 0;
 }
 
-int client_issue(struct acme_client *c, STACK_OF(X509) **chain, EVP_PKEY **key)
+int client_issue(struct acme_client *c, const char *replaces, STACK_OF(X509) **chain,
+                 EVP_PKEY **key)
 {
     struct order *o = calloc(1, sizeof(*o));
     EVP_PKEY *k = certs_key_new();
@@ -768,7 +780,7 @@ int client_issue(struct acme_client *c, STACK_OF(X509) **chain, EVP_PKEY **key)
     if (!o || !k)
         fail(c, "out of memory");
     else
-        rc = issue(c, o, chain, k);
+        rc = issue(c, replaces, o, chain, k);
     if (rc < 0) {
         /* Start over next time: the directory may have moved, the CA may have forgotten the
          * account (newAccount finds it again for the same key). */
@@ -779,6 +791,53 @@ int client_issue(struct acme_client *c, STACK_OF(X509) **chain, EVP_PKEY **key)
     }
     *key = k;
     free(o);
+    return rc;
+}
+
+/* The window of a renewalInfo reply: {"suggestedWindow": {"start": T, "end": T}}. */
+static int parse_window(struct acme_client *c, json_object *j, time_t *start, time_t *end)
+{
+    json_object *w;
+    const char *a, *b;
+
+    if (!json_object_object_get_ex(j, "suggestedWindow", &w)
+        || !json_object_is_type(w, json_type_object) || !(a = jstr(w, "start", 64))
+        || !(b = jstr(w, "end", 64)) || schedule_rfc3339(a, start) < 0
+        || schedule_rfc3339(b, end) < 0 || *end <= *start)
+        return fail(c, "renewalInfo: no valid suggestedWindow");
+    return 0;
+}
+
+int client_renewal_window(struct acme_client *c, X509 *cert, time_t *start, time_t *end,
+                          long *poll_s)
+{
+    char id[ACME_ARI_ID_MAX], url[URL_MAX + ACME_ARI_ID_MAX + 1];
+    struct reply r = {0};
+    json_object *j = NULL;
+    int rc;
+
+    c->why[0] = '\0';
+    *poll_s = -1;
+    if (!c->new_order[0] && directory(c) < 0)
+        return -1;
+    if (!c->renewal_info[0])
+        return 1;
+    if (certs_ari_id(cert, id, sizeof(id)) < 0)
+        return fail(c, "renewalInfo: the certificate has no Authority Key Identifier");
+    /* RFC 9773 4.1: the identifier is a path segment under renewalInfo (a plain GET) */
+    snprintf(url, sizeof(url), "%s%s%s", c->renewal_info,
+             c->renewal_info[strlen(c->renewal_info) - 1] == '/' ? "" : "/", id);
+    reply_reset(&r, JSON_BODY_MAX);
+    rc = transfer(c, url, NULL, false, "application/json", &r);
+    if (rc == 0 && r.status != HTTP_OK)
+        rc = fail_reply(c, &r, "renewalInfo");
+    if (rc == 0 && ((j = reply_json(c, &r, "renewalInfo")) == NULL
+                    || parse_window(c, j, start, end) < 0))
+        rc = -1;
+    if (rc == 0)
+        *poll_s = schedule_retry_after(r.retry_after, time(NULL), INT32_MAX);
+    json_object_put(j);
+    reply_free(&r);
     return rc;
 }
 

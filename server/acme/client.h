@@ -32,9 +32,18 @@ struct acme_client *client_new(const struct acme_settings *s, const struct clien
 void client_free(struct acme_client *c);
 
 /* Order a certificate for s's names: *chain (leaf first, checked) and *key, its new key.
- * 0, or -1 with the reason from client_why() and the CA's Retry-After (seconds, -1: none)
- * from client_retry_after(). */
-int client_issue(struct acme_client *c, STACK_OF(X509) **chain, EVP_PKEY **key);
+ * `replaces`: the ARI identifier of the certificate it renews, or NULL. 0, or -1 with the
+ * reason from client_why() and the CA's Retry-After (seconds, -1: none) from
+ * client_retry_after(). */
+int client_issue(struct acme_client *c, const char *replaces, STACK_OF(X509) **chain,
+                 EVP_PKEY **key);
+
+/* ARI (RFC 9773): the CA's suggested renewal window for `cert` in [*start, *end), and how
+ * long until it should be asked again in *poll_s (its Retry-After, or -1). 1 when the CA has
+ * none (no renewalInfo in its directory: renew on our own schedule), 0, or -1 with the reason
+ * from client_why(). */
+int client_renewal_window(struct acme_client *c, X509 *cert, time_t *start, time_t *end,
+                          long *poll_s);
 const char *client_why(const struct acme_client *c);
 long client_retry_after(const struct acme_client *c);
 

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RENEW_NUM 2
 #define RENEW_DEN 3
@@ -57,4 +58,27 @@ long schedule_retry_after(const char *value, time_t now, long max_s)
         return -1;
     }
     return s > max_s ? max_s : s;
+}
+
+int schedule_rfc3339(const char *s, time_t *t)
+{
+    struct tm tm = {0};
+    const char *p = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+
+    if (!p || !isdigit((unsigned char)s[0]))
+        return -1;
+    if (*p == '.') /* fractional seconds: dropped */
+        for (p++; isdigit((unsigned char)*p); p++)
+            ;
+    if (strcmp(p, "Z") != 0 && strcmp(p, "z") != 0 && strcmp(p, "+00:00") != 0)
+        return -1;
+    *t = timegm(&tm);
+    return 0;
+}
+
+time_t schedule_in_window(time_t start, time_t end, uint32_t rnd)
+{
+    if (end <= start)
+        return start;
+    return start + (time_t)(rnd % (uint64_t)(end - start));
 }

@@ -20,4 +20,12 @@ unsigned schedule_backoff(unsigned attempt, unsigned min_s, unsigned max_s, uint
  * clamped to [0, max_s]; -1 when absent or malformed. */
 long schedule_retry_after(const char *value, time_t now, long max_s);
 
+/* An RFC 3339 UTC time as ARI sends it ("2025-01-02T04:00:00Z", fractional seconds
+ * allowed, "Z" or "+00:00"). 0, or -1 when malformed. */
+int schedule_rfc3339(const char *s, time_t *t);
+
+/* The moment to renew inside an ARI suggested window [start, end) (RFC 9773 4.2): a random
+ * point from `rnd`, so that a CA's many clients do not all come at once. */
+time_t schedule_in_window(time_t start, time_t end, uint32_t rnd);
+
 #endif

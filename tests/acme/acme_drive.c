@@ -34,6 +34,7 @@
 #define BACKLOG 16
 #define DEFAULT_TIMEOUT_S 120
 #define ACME_TLS_ALPN "acme-tls/1"
+#define SETTLE_POLL_NS 20000000L
 
 static struct {
     pthread_mutex_t lock;
@@ -247,6 +248,23 @@ static bool wait_installs(unsigned want, time_t deadline)
     return ok;
 }
 
+/* Wait until the attempt that installed is over (what it does after the install, such as
+ * asking for ARI, is part of what is tested); false at the deadline. */
+static bool settle(time_t deadline)
+{
+    struct acme_name_status st;
+    const struct timespec pause = {.tv_nsec = SETTLE_POLL_NS};
+
+    for (;;) {
+        acme_status(&st, 1);
+        if (!st.in_progress)
+            return true;
+        if (time(NULL) >= deadline)
+            return false;
+        nanosleep(&pause, NULL);
+    }
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 struct args {
@@ -327,10 +345,11 @@ int main(int argc, char **argv)
         || (tfd >= 0 && pthread_create(&t2, NULL, alpn_thread, &tfd) != 0)
         || acme_start(&a.s, &hooks) < 0)
         return 2;
-    ok = wait_installs(1, time(NULL) + a.timeout);
+    ok = wait_installs(1, time(NULL) + a.timeout) && settle(time(NULL) + a.timeout);
     if (ok && a.renew) {
         acme_renew_now();
-        ok = wait_installs(2, time(NULL) + a.timeout);
+        ok = wait_installs(D.installs + 1, time(NULL) + a.timeout)
+             && settle(time(NULL) + a.timeout);
     }
     acme_stop(); /* then the status is final */
     acme_status(&st, 1);

@@ -6,8 +6,10 @@ certificate, and reports each install. pebble-challtestsrv resolves every name t
 Certificates are checked with the openssl command against pebble's root (/roots/0).
 """
 
+import base64
 import fcntl
 import http.server
+import json
 import os
 import ssl
 import stat
@@ -243,3 +245,86 @@ def test_acme_untrusted_replies_keep_the_certificate(tmpdir):
         assert p.returncode == 1 and out.count("installed ") == 1, (body[:60], out, err)
         assert why in err and "last_ok=0" in out, (body[:60], why, out, err[-2000:])
         assert _read(crt) == before, "a failed renewal touched the stored certificate"
+
+
+def _ari_id(crt):
+    """RFC 9773 4.1's identifier of a certificate, from the openssl command's view of it."""
+    text = subprocess.run(["openssl", "x509", "-in", crt, "-noout", "-serial", "-ext",
+                           "authorityKeyIdentifier"], stdout=subprocess.PIPE,
+                          check=True).stdout.decode()
+    serial = bytes.fromhex(text.split("serial=")[1].split()[0].rjust(2, "0"))
+    if serial[0] & 0x80:
+        serial = b"\0" + serial
+    keyid = [l.strip() for l in text.splitlines() if ":" in l and "serial" not in l
+             and "Identifier" not in l][0].replace("keyid:", "")
+    b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")  # noqa: E731
+    return b64(bytes.fromhex(keyid.replace(":", ""))) + "." + b64(serial)
+
+
+class _AriDirectory:
+    """pebble's directory plus a renewalInfo resource (pebble 2.4 has none): each request's
+    identifier is kept, each answer is `window` (seconds from now) with a Retry-After."""
+
+    def __init__(self, ca, window):
+        pebble_dir = json.loads(ca._get(ca.directory))
+        self.asked = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path == "/dir":
+                    body = dict(pebble_dir, renewalInfo=outer.base + "/ari")
+                else:
+                    outer.asked.append(self.path[len("/ari/"):])
+                    now = time.time()
+                    fmt = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa
+                    body = {"suggestedWindow": {"start": fmt(now + window[0]),
+                                                "end": fmt(now + window[1])}}
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Retry-After", "21600")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ca.tls_cert, os.path.join(ca.dir, "pebble.key"))
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.base = "https://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_acme_ari_renewal_window(tmpdir):
+    """ARI (RFC 9773): the stored certificate's identifier is asked for; a window a year ahead
+    moves the renewal there but orders nothing now, a window already open renews now."""
+    ca = start_pebble(tmpdir)
+    try:
+        state = os.path.join(tmpdir, "state")
+        crt = os.path.join(state, "a.acme.test.crt")
+        _ok(*drive(ca, state, NAMES), orders=1)
+        want = _ari_id(crt)
+        for window, orders in (((365 * 86400, 366 * 86400), 0), ((-2 * 86400, -86400), 1)):
+            ari = _AriDirectory(ca, window)
+            directory, ca.directory = ca.directory, ari.base + "/dir"
+            try:
+                rc, out, err = drive(ca, state, NAMES)
+            finally:
+                ca.directory = directory
+                ari.stop()
+            _ok(rc, out, err, orders=orders, installs=1 + orders)
+            assert ari.asked == [want], (ari.asked, want, err[-3000:])
+            # a year ahead is still before our own two thirds of pebble's five years
+            assert "the CA suggests renewing" in err, err[-3000:]
+        _verify(ca, tmpdir, crt, os.path.join(state, "a.acme.test.key"), NAMES)
+        assert _ari_id(crt) != want, "renewed: a new certificate"
+    finally:
+        ca.stop()

@@ -187,8 +187,53 @@ static void chain_parse(void)
     EVP_PKEY_free(key);
 }
 
+/* RFC 9773 4.1's example: keyIdentifier 69:88:5B:...:D4 and serial 00:87:65:43:21. */
+static void ari_id(void)
+{
+    static const unsigned char keyid[] = {0x69, 0x88, 0x5b, 0x6b, 0x87, 0x46, 0x40,
+                                          0x41, 0xe1, 0xb3, 0x7b, 0x84, 0x7b, 0xa0,
+                                          0xae, 0x2c, 0xde, 0x01, 0xc8, 0xd4};
+    EVP_PKEY *key = certs_key_new();
+    X509 *x = make_cert(key, "ari", "DNS:ari.acme.test", NULL, key, 0, DAY, false), *y;
+    AUTHORITY_KEYID *akid = AUTHORITY_KEYID_new();
+    BIGNUM *serial = NULL;
+    unsigned char *der = NULL;
+    const unsigned char *p;
+    char id[128];
+    int len;
+
+    akid->keyid = ASN1_OCTET_STRING_new();
+    ASN1_OCTET_STRING_set(akid->keyid, keyid, sizeof(keyid));
+    X509_add1_ext_i2d(x, NID_authority_key_identifier, akid, 0, X509V3_ADD_DEFAULT);
+    BN_hex2bn(&serial, "87654321");
+    BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(x));
+    X509_sign(x, key, EVP_sha256());
+    /* through DER, as a certificate read from the store is */
+    len = i2d_X509(x, &der);
+    p = der;
+    y = d2i_X509(NULL, &p, len);
+    is_int(certs_ari_id(y, id, sizeof(id)), 0, "ARI identifier");
+    is_str(id, "aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE",
+           "RFC 9773's example (a 0x00 before a serial whose high bit is set)");
+    is_int(certs_ari_id(y, id, 30), -1, "too small a buffer: -1");
+    BN_set_word(serial, 0x12345);
+    BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(y));
+    is_int(certs_ari_id(y, id, sizeof(id)), 0, "a serial without the high bit");
+    ok(strstr(id, ".ASNF") != NULL, "no padding byte then (01 23 45: \"ASNF\")");
+    X509_free(x);
+    x = make_cert(key, "n", "DNS:n.acme.test", NULL, key, 0, DAY, false);
+    is_int(certs_ari_id(x, id, sizeof(id)), -1, "no Authority Key Identifier: -1");
+    OPENSSL_free(der);
+    BN_free(serial);
+    AUTHORITY_KEYID_free(akid);
+    X509_free(x);
+    X509_free(y);
+    EVP_PKEY_free(key);
+}
+
 int main(void)
 {
+    ari_id();
     alpn_cert();
     csr();
     chain_checks();

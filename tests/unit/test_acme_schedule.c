@@ -67,8 +67,33 @@ static void retry_after(void)
     is_int(schedule_retry_after(NULL, 0, 3600), -1, "absent");
 }
 
+static void ari_window(void)
+{
+    time_t t = 0;
+    unsigned i, bad = 0;
+
+    is_int(schedule_rfc3339("2026-09-01T00:00:00Z", &t), 0, "RFC 3339");
+    is_int(t, 1788220800, "its time");
+    is_int(schedule_rfc3339("2026-09-01T00:00:00.123456Z", &t), 0, "fractional seconds");
+    is_int(t, 1788220800, "dropped");
+    is_int(schedule_rfc3339("2026-09-01T00:00:00+00:00", &t), 0, "+00:00");
+    is_int(schedule_rfc3339("2026-09-01T00:00:00+02:00", &t), -1, "another offset: refused");
+    is_int(schedule_rfc3339("2026-09-01 00:00:00Z", &t), -1, "a space for the T");
+    is_int(schedule_rfc3339("2026-09-01T00:00:00Zjunk", &t), -1, "trailing junk");
+    is_int(schedule_rfc3339("tomorrow", &t), -1, "not a time");
+    is_int(schedule_rfc3339(NULL, &t), -1, "absent");
+    for (i = 0; i < 1000; i++) {
+        time_t w = schedule_in_window(1000, 2000, i * 2654435761u);
+        bad += w < 1000 || w >= 2000;
+    }
+    is_int(bad, 0, "a point inside [start, end), whatever the randomness");
+    is_int(schedule_in_window(500, 500, 7), 500, "an empty window: its start");
+    is_int(schedule_in_window(500, 100, 7), 500, "a backwards window: its start");
+}
+
 int main(void)
 {
+    ari_window();
     renewal();
     backoff();
     retry_after();
