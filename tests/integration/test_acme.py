@@ -224,12 +224,13 @@ def test_acme_untrusted_replies_keep_the_certificate(tmpdir):
     crt = os.path.join(state, "a.acme.test.crt")
     before = _read(crt)
     os.mkdir(os.path.join(tmpdir, "fake"))
+    bad_url = "\"newNonce\" is missing or not an acceptable"
     cases = [('{"newNonce": "https://127.0.0.1/n", ', "not a JSON object"),
              ('{"newNonce": "https://127.0.0.1/n"} trailing', "not a JSON object"),
              ('[1, 2]', "not a JSON object"),
              ('{"newNonce": "http://127.0.0.1/n", "newAccount": "https://127.0.0.1/a",'
-              ' "newOrder": "https://127.0.0.1/o"}', "\"newNonce\" is missing or not an acceptable"),
-             ('{"newNonce": 7}', "\"newNonce\" is missing or not an acceptable"),
+              ' "newOrder": "https://127.0.0.1/o"}', bad_url),
+             ('{"newNonce": 7}', bad_url),
              ('{"x": "' + "y" * 100000 + '"}', "reply too large")]
     for body, why in cases:
         fake = _FakeCA(tmpdir, body)
@@ -247,6 +248,14 @@ def test_acme_untrusted_replies_keep_the_certificate(tmpdir):
         assert _read(crt) == before, "a failed renewal touched the stored certificate"
 
 
+def _b64url(data):
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _rfc3339(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
 def _ari_id(crt):
     """RFC 9773 4.1's identifier of a certificate, from the openssl command's view of it."""
     text = subprocess.run(["openssl", "x509", "-in", crt, "-noout", "-serial", "-ext",
@@ -257,8 +266,7 @@ def _ari_id(crt):
         serial = b"\0" + serial
     keyid = [l.strip() for l in text.splitlines() if ":" in l and "serial" not in l
              and "Identifier" not in l][0].replace("keyid:", "")
-    b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")  # noqa: E731
-    return b64(bytes.fromhex(keyid.replace(":", ""))) + "." + b64(serial)
+    return _b64url(bytes.fromhex(keyid.replace(":", ""))) + "." + _b64url(serial)
 
 
 class _AriDirectory:
@@ -277,9 +285,8 @@ class _AriDirectory:
                 else:
                     outer.asked.append(self.path[len("/ari/"):])
                     now = time.time()
-                    fmt = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa
-                    body = {"suggestedWindow": {"start": fmt(now + window[0]),
-                                                "end": fmt(now + window[1])}}
+                    body = {"suggestedWindow": {"start": _rfc3339(now + window[0]),
+                                                "end": _rfc3339(now + window[1])}}
                 data = json.dumps(body).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
