@@ -134,6 +134,7 @@ def test_acme_damaged_state(tmpdir):
             f.write("-----BEGIN PRIVATE KEY-----\nnot a key\n")
         os.unlink(crt)
         rc, out, err = drive(ca, state, NAMES, extra=["--timeout", "3"])
+        assert sanitizer_report(err) is None, sanitizer_report(err)
         assert rc == 1 and "installed " not in out, (rc, out, err[-4000:])
         assert "not a private key" in err, err[-4000:]
         assert "last_ok=0" in out and "orders=0" in out, out
@@ -178,6 +179,7 @@ def test_acme_refuses_bad_settings(tmpdir):
                             name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=T(10))
         err = p.stderr.decode()
+        assert sanitizer_report(err) is None, sanitizer_report(err)
         assert p.returncode == 2 and why in err, (name, p.returncode, err)
 
 
@@ -243,6 +245,7 @@ def test_acme_untrusted_replies_keep_the_certificate(tmpdir):
         finally:
             fake.stop()
         out, err = p.stdout.decode(), p.stderr.decode()
+        assert sanitizer_report(err) is None, sanitizer_report(err)
         assert p.returncode == 1 and out.count("installed ") == 1, (body[:60], out, err)
         assert why in err and "last_ok=0" in out, (body[:60], why, out, err[-2000:])
         assert _read(crt) == before, "a failed renewal touched the stored certificate"
