@@ -526,8 +526,9 @@ static void ari_check(struct attempt *at, X509 *leaf, time_t now)
 
 static int order(struct attempt *at)
 {
-    STACK_OF(X509) *chain;
-    EVP_PKEY *key;
+    /* = NULL: cppcheck reads a bare "STACK_OF(X509) *chain;" as a multiplication */
+    STACK_OF(X509) *chain = NULL;
+    EVP_PKEY *key = NULL;
     int rc;
 
     if (ensure_client(at) < 0)
