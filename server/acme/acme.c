@@ -229,9 +229,13 @@ static int challenge_publish(enum acme_challenge type, const char *name, const c
     pthread_mutex_unlock(&A.tab_lock);
     if (!free_slot)
         return -1;
-    if (type == ACME_TLS_ALPN_01)
-        return publish_alpn(name, key_auth);
-    if (A.h.http01_publish)
+    if (type == ACME_TLS_ALPN_01 && publish_alpn(name, key_auth) < 0) {
+        pthread_mutex_lock(&A.tab_lock);
+        free_slot->used = false; /* the caller withdraws only what was published */
+        pthread_mutex_unlock(&A.tab_lock);
+        return -1;
+    }
+    if (type == ACME_HTTP_01 && A.h.http01_publish)
         A.h.http01_publish(A.h.arg, token, key_auth);
     return 0;
 }

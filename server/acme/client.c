@@ -61,7 +61,6 @@ struct reply {
     char nonce[NONCE_MAX];
     char location[URL_MAX];
     char retry_after[HEADER_VALUE_MAX];
-    char content_type[HEADER_VALUE_MAX];
 };
 
 struct acme_client {
@@ -157,7 +156,6 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     take_header(p, len, "Replay-Nonce", r->nonce, sizeof(r->nonce));
     take_header(p, len, "Location", r->location, sizeof(r->location));
     take_header(p, len, "Retry-After", r->retry_after, sizeof(r->retry_after));
-    take_header(p, len, "Content-Type", r->content_type, sizeof(r->content_type));
     return len;
 }
 
