@@ -16,7 +16,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev libbrotli-dev \
-        libzstd-dev libsystemd-dev \
+        libzstd-dev libsystemd-dev libcurl4-openssl-dev libjson-c-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
