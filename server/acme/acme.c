@@ -679,24 +679,34 @@ int acme_start(const struct acme_settings *s, const struct acme_hooks *h)
         log_error("acme: cannot initialize libcurl");
         return -1;
     }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    err = pthread_cond_init(&A.cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (err != 0)
+        goto fail_curl;
+    /* under the lock: a status page may read it while an earlier run's numbers go */
+    pthread_mutex_lock(&A.lock);
     A.s = *s;
     A.h = *h;
     A.stop = A.renew = false;
     memset(&A.status, 0, sizeof(A.status));
+    pthread_mutex_unlock(&A.lock);
     A.installed_not_after = 0;
     A.attempt = 0;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&A.cond, &ca);
-    pthread_condattr_destroy(&ca);
-    if ((err = pthread_create(&A.thread, NULL, acme_main, NULL)) != 0) {
-        log_error("acme: cannot start its thread: %s", strerror(err));
-        pthread_cond_destroy(&A.cond);
-        curl_global_cleanup();
-        return -1;
-    }
+    if ((err = pthread_create(&A.thread, NULL, acme_main, NULL)) != 0)
+        goto fail_cond;
+    pthread_mutex_lock(&A.lock); /* acme_renew_now() reads it from any thread */
     A.running = true;
+    pthread_mutex_unlock(&A.lock);
     return 0;
+
+fail_cond:
+    pthread_cond_destroy(&A.cond);
+fail_curl:
+    curl_global_cleanup();
+    log_error("acme: cannot start its thread: %s", strerror(err));
+    return -1;
 }
 
 void acme_stop(void)
@@ -710,9 +720,11 @@ void acme_stop(void)
     pthread_join(A.thread, NULL);
     client_free(A.client);
     A.client = NULL;
+    pthread_mutex_lock(&A.lock);
+    A.running = false;
+    pthread_mutex_unlock(&A.lock);
     pthread_cond_destroy(&A.cond);
     curl_global_cleanup();
-    A.running = false;
 }
 
 void acme_renew_now(void)
