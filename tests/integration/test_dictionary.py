@@ -300,6 +300,8 @@ def test_dcz_head_range_and_conditionals(tmpdir):
     assert g.status == 206 and g.body == V2[:100], g.status
     assert g.header("Content-Encoding") is None
     assert g.header("Vary") == "Accept-Encoding, Available-Dictionary"
+    u = offer(s, "/assets/app-v2.js", V1, extra={"Range": "bytes=999999-"})
+    assert u.status == 416 and u.header("Vary") == "Accept-Encoding, Available-Dictionary"
 
 
 def test_store_survives_a_deploy_and_a_restart(tmpdir):
