@@ -191,7 +191,7 @@ static struct fc_entry *dcz_make(struct compressor *cz, struct dict_store *s,
     struct codec_sink sink = { .fd = fd, .limit = UINT64_MAX };
     int rc = fd < 0 ? -errno : codec_sink_put(&sink, out, (size_t)n);
     if (rc < 0 || compress_dir_commit(cz, d, fd, tmp, name, (uint64_t)n) < 0) {
-        if (rc < 0 && tmp[0])
+        if (rc < 0 && fd >= 0 && tmp[0]) /* (a failed commit removed its own) */
             unlinkat(d->fd, tmp, 0);
         if (fd >= 0)
             close(fd);
