@@ -241,6 +241,11 @@ void access_log_write(const struct runtime *rt, const struct access_entry *ex)
         put_num(&l, (uint64_t)ex->status);
         PUT_LIT(&l, ",\"bytes\":");
         put_num(&l, ex->body_bytes);
+        PUT_LIT(&l, ",\"content_encoding\":");
+        struct strview ce = SV_NULL;
+        if (ex->content_encoding)
+            ce = (struct strview){ ex->content_encoding, strlen(ex->content_encoding) };
+        put_json(&l, ce, 16);
         PUT_LIT(&l, ",\"referer\":");
         put_json(&l, referer, FIELD_OTHER);
         PUT_LIT(&l, ",\"user_agent\":");
