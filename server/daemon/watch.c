@@ -1,4 +1,5 @@
-/* watch.c — reload_on_change: inotify in the handle set, reload from the tick; see watch.h. */
+/* watch.c — reload_on_change: inotify in the handle set, reload from the tick; root_follow:
+ * the roots looked at from the tick. See watch.h. */
 #include "daemon/watch.h"
 
 #include <errno.h>
