@@ -61,9 +61,11 @@ def _start(tmpdir, lines):
     return Server(args=["--config", conf])
 
 
-def _switched(srv, root, target, generation):
+def _switched(srv, root, target, generation, why="root_follow"):
+    """The switch logged while the generation is built, and the generation published."""
     line = "root %s -> %s: switched (generation %d)" % (root, target, generation)
-    return wait_until(lambda: line in srv.stderr, 20)
+    published = "%s: configuration reloaded (generation %d)" % (why, generation)
+    return wait_until(lambda: line in srv.stderr and published in srv.stderr, 20)
 
 
 def _release_of(r):
@@ -85,6 +87,7 @@ class _Load(threading.Thread):
         super().__init__(daemon=True)
         self.srv, self.bound, self.stop = srv, bound, threading.Event()
         self.seen, self.etags, self.errors, self.count = set(), {}, [], 0
+        self.last = None
 
     def run(self):
         try:
@@ -94,6 +97,7 @@ class _Load(threading.Thread):
                     c.send(req("GET", path))
                     n, etag = _release_of(c.read_response())
                     self.seen.add(n)
+                    self.last = n
                     self.etags.setdefault((n, path), set()).add(etag)
                     self.count += 1
         except Exception as e:  # noqa: BLE001 - reported by the test
@@ -124,9 +128,11 @@ def test_symlink_swaps_under_load_serve_one_release_per_response(tmpdir):
             _swap(current, target)
             generation += 1
             assert _switched(srv, current, target, generation), srv.stderr[-2000:]
-            # A new connection after the switch gets the new release, whole.
+            # A new connection after the switch gets the new release, whole; so does every
+            # keep-alive connection, from its next request on.
             n, _ = _release_of(get(srv, "/big.bin"))
             assert n == int(target[-1])
+            assert wait_until(lambda: all(ld.last == n or ld.errors for ld in loads), 20)
         for ld in loads:
             ld.finish()
             assert ld.count > 0
@@ -199,10 +205,8 @@ def test_root_follow_off_keeps_the_tree_until_a_reload(tmpdir):
         assert get(pinned, "/v.txt").body == b"release 1\n"
         assert "switched" not in pinned.stderr
         pinned.signal(signal.SIGHUP)                     # a reload opens the root again
-        assert wait_until(lambda: "SIGHUP: configuration reloaded (generation 2)"
-                          in pinned.stderr, 20), pinned.stderr[-2000:]
+        assert _switched(pinned, current, "releases/2", 2, "SIGHUP"), pinned.stderr[-2000:]
         assert get(pinned, "/v.txt").body == b"release 2\n"
-        assert "root %s -> releases/2: switched (generation 2)" % current in pinned.stderr
     finally:
         pinned.stop()
         following.stop()
@@ -245,7 +249,9 @@ def test_kubelet_volume_swap_under_load(tmpdir):
             atomic_write(vol, payload[n])
             line = re.compile(r"root %s/\.\.data -> \.\.[0-9_.]+\w*: switched \(generation %d\)"
                               % (re.escape(vol), swap + 2))
-            assert wait_until(lambda: line.search(srv.stderr), 20), srv.stderr[-2000:]
+            published = "root_follow: configuration reloaded (generation %d)" % (swap + 2)
+            assert wait_until(lambda: line.search(srv.stderr) and published in srv.stderr, 20), \
+                srv.stderr[-2000:]
             assert get(srv, "/v.txt").body == b"release %d\n" % n
         stop.set()
         t.join(T(30))
