@@ -22,7 +22,10 @@
 #      every server without a restart; a pod stopped during a large download serves through
 #      drain_delay (not ready, still serving), drains, and the body arrives complete; then
 #      `podman kube down`. What podman 4.3 does not do as a kubelet would is said where it
-#      matters (and in the manifest).
+#      matters (and in the manifest);
+#   6. a pod (tests/container/swap-pod.yaml) of lfhttpd and a second container sharing an
+#      emptyDir, as with a git-sync sidecar: a swap of its `current` symlink done from inside
+#      the second container is followed without a signal.
 # No container engine (podman missing and not installable) is a failure, never a skip.
 # Ends with "N passed, N failed"; exits non-zero if anything failed. Removes the containers,
 # pods, volume, network and images it made; keeps the base image.
@@ -65,10 +68,11 @@ fi
 TMP=$(mktemp -d /tmp/lfhttpd-ct.XXXXXX)
 cleanup() {
     local c
-    for c in "$PREFIX-site" "$PREFIX-mount"; do
+    for c in "$PREFIX-site" "$PREFIX-mount" "$PREFIX-deploy"; do
         podman rm -f -t 0 "$c" >/dev/null 2>&1
     done
     [ -n "${KUBE_UP:-}" ] && kube_cleanup
+    [ -f "$TMP/swap-pod.yaml" ] && podman kube down "$TMP/swap-pod.yaml" >/dev/null 2>&1
     if [ -n "${MOUNTED:-}" ]; then
         podman image unmount "$IMAGE" >/dev/null 2>&1
     fi
@@ -487,5 +491,42 @@ else
 fi
 kube_cleanup
 flock -u 9
+
+# ---- 6. a git-sync-style swap inside a pod (tests/container/swap-pod.yaml) -------------------
+# lfhttpd and a second container (the base image, standing for a git-sync sidecar) share an
+# emptyDir; the test swaps its `current` symlink from inside the second container.
+SWAP_POD="lfhttpd-swap-$$"
+sed -e "s|POD|$SWAP_POD|" -e "s|IMAGE|$IMAGE|" tests/container/swap-pod.yaml >"$TMP/swap-pod.yaml"
+if podman kube play "$TMP/swap-pod.yaml" >"$TMP/swap-play.log" 2>&1; then
+    ok "podman kube play of a pod with lfhttpd and a deployer sharing an emptyDir"
+    SWAP_C="$SWAP_POD-lfhttpd"
+    SWAP_IP=$(pod_ip "$SWAP_C")
+    for i in $(seq 100); do
+        curl -s -o /dev/null --max-time 1 "http://$SWAP_IP:8080/" && break
+        sleep 0.1
+    done
+    body=$(curl -s --max-time 5 "http://$SWAP_IP:8080/index.html")
+    check "release 1 from the shared volume ($body)" test "$body" = "release 1"
+    podman exec "$SWAP_POD-deployer" /bin/sh -c 'mkdir -p /site/releases/2 &&
+        echo "release 2" >/site/releases/2/index.html &&
+        ln -s releases/2 /site/current.tmp && mv -T /site/current.tmp /site/current'
+    for i in $(seq 100); do
+        podman logs "$SWAP_C" 2>&1 | grep -q "root_follow: configuration reloaded (generation 2)" \
+            && break
+        sleep 0.1
+    done
+    podman logs "$SWAP_C" >"$TMP/swap.log" 2>&1
+    check "the sidecar's swap is followed: $(grep -m1 'switched' "$TMP/swap.log")" \
+        grep -q "root /site/current -> releases/2: switched (generation 2)" "$TMP/swap.log"
+    body=$(curl -s --max-time 5 "http://$SWAP_IP:8080/index.html")
+    check "release 2 after the swap ($body)" test "$body" = "release 2"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+        "http://$SWAP_IP:8080/assets/app.1a2b3c4d.js")
+    check "release 1's hashed chunk still served from the previous tree ($code)" test "$code" = 200
+else
+    tail -n 20 "$TMP/swap-play.log"
+    bad "podman kube play of the swap pod failed"
+fi
+podman kube down "$TMP/swap-pod.yaml" >/dev/null 2>&1
 
 summary
