@@ -44,8 +44,11 @@ int codec_sink_put(struct codec_sink *s, const void *p, size_t n)
     return 0;
 }
 
-int codec_source_next(struct codec_source *src, const unsigned char **p, size_t *n)
+int codec_source_next(struct codec_source *src, _Atomic bool *stop, const unsigned char **p,
+                      size_t *n, bool *last)
 {
+    if (stop && atomic_load_explicit(stop, memory_order_relaxed))
+        return -ECANCELED;
     uint64_t left = src->size - src->off;
     size_t want = left < CODEC_CHUNK ? (size_t)left : CODEC_CHUNK;
     if (src->mem) {
@@ -65,6 +68,7 @@ int codec_source_next(struct codec_source *src, const unsigned char **p, size_t 
     }
     *n = want;
     src->off += want;
+    *last = src->off == src->size;
     return 0;
 }
 
