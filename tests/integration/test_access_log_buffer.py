@@ -13,12 +13,9 @@ more than one thread, lines are compared as sets."""
 
 import os
 import signal
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import (ConfServer, LogFile, parse_clf, run_lfhttpd, wait_for,  # noqa: E402
-                     write_file)
-from lib.server import Conn, fixture_tree, get, req  # noqa: E402
+from lib.ops import LogFile, parse_clf, run_lfhttpd, write_file
+from lib.server import ConfServer, Conn, fixture_tree, get, req, wait_until
 
 
 def _start(tmpdir, extra, threads=2, log_name="access.log"):
@@ -35,7 +32,7 @@ def writes(s):
     """The server's write calls so far (not its sends). Counted from after the startup
     notices: 'listening on', which the server fixture waits for, is followed by the
     'lfhttpd serving' notice, itself a write that may come after a first count."""
-    wait_for(lambda: "lfhttpd serving" in s.stderr, what="the startup notice")
+    wait_until(lambda: "lfhttpd serving" in s.stderr, what="the startup notice")
     with open("/proc/%d/io" % s.proc.pid) as f:
         for line in f:
             if line.startswith("syscw:"):
@@ -116,7 +113,7 @@ def test_sigusr1_writes_buffered_lines_to_the_old_file(tmpdir):
     assert get(s, "/small.html", headers={"User-Agent": "before-last"}).status == 200
     os.rename(s.log_path, s.log_path + ".1")
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: "log files reopened" in s.stderr, what="the reopen notice")
+    wait_until(lambda: "log files reopened" in s.stderr, what="the reopen notice")
     old = LogFile(s.log_path + ".1").lines()
     assert agents(old) == ["before-%04d" % i for i in range(12)] + ["before-last"], old
     keepalive_requests(s, 3, "after")
@@ -138,7 +135,7 @@ def test_reload_to_another_log_writes_the_old_lines_there(tmpdir):
         write_file(s.conf_path, "root %s\naccess_log %s\naccess_log_buffer 64k\n"
                    "access_log_flush 60s\n" % (s.tree.root, new_path))
         s.signal(signal.SIGHUP)
-        wait_for(lambda: "configuration reloaded" in s.stderr, what="the reload notice")
+        wait_until(lambda: "configuration reloaded" in s.stderr, what="the reload notice")
         old = log.wait_lines(5, timeout=10)  # no traffic, and far less than 60 s
         assert agents(old) == ["old-%d" % i for i in range(5)], old
         keep.send(req("GET", "/one.txt", {"User-Agent": "new-0"}))
@@ -160,7 +157,7 @@ def test_stdout_buffered(tmpdir):
         for i in range(n):
             c.send(req("GET", "/one.txt", {"User-Agent": "p-%04d-%s" % (i, "y" * 300)}))
             assert c.read_response().status == 200
-    wait_for(lambda: s.stdout.count("\n") == n, timeout=10, what="%d lines on stdout" % n)
+    wait_until(lambda: s.stdout.count("\n") == n, 10, what="%d lines on stdout" % n)
     got = sorted(parse_clf(l)["ua"] for l in s.stdout.splitlines())
     assert got == ["p-%04d-%s" % (i, "y" * 300) for i in range(n)]
 

@@ -27,14 +27,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import T, raw, req  # noqa: E402
-from lib.procs import (copy_example_scripts, free_port, start_with_conf,  # noqa: E402
-                       wait_until, write_script)
-import socket  # noqa: E402
+from lib.server import ConfServer, T, free_port, raw, req, wait_until
+from lib.procs import copy_example_scripts, write_script
+import socket
 
 SH = "#!/bin/sh\n"
 
@@ -165,7 +162,7 @@ def test_same_answers_as_lighttpd_mod_cgi(tmpdir):
     www = make_root(tmpdir)
     lt, port = start_lighttpd(tmpdir, www)
     try:
-        srv = start_with_conf(tmpdir, www, ["location /cgi-bin/ {", "    handler cgi", "}"])
+        srv = ConfServer(tmpdir, ["root %s" % www, "location /cgi-bin/ {", "    handler cgi", "}"], root=www)
         mismatches = []
         for method, path, headers, body in CASES:
             a = ask(srv, method, path, headers, body)
@@ -194,7 +191,7 @@ def test_same_meta_variables_as_lighttpd(tmpdir):
     www = make_root(tmpdir)
     lt, port = start_lighttpd(tmpdir, www)
     try:
-        srv = start_with_conf(tmpdir, www, ["location /cgi-bin/ {", "    handler cgi", "}"])
+        srv = ConfServer(tmpdir, ["root %s" % www, "location /cgi-bin/ {", "    handler cgi", "}"], root=www)
         for method, path, headers, body in [
             ("GET", "/cgi-bin/env/x/y%20z?q=1&r=a%20b", [("X-Test", "1"), ("Cookie", "a=1")], b""),
             ("POST", "/cgi-bin/env", [("Content-Type", "text/x-test")], b"hello"),

@@ -4,11 +4,9 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import (Conn, Server, T, binary, fixture_tree, get, req,  # noqa: E402
+from lib.server import (Conn, Server, T, binary, fixture_tree, get, req,
                         sanitizer_report)
 
 

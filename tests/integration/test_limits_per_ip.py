@@ -14,10 +14,9 @@ import sys
 import textwrap
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, ConnectionClosed, T, fixture_tree, req  # noqa: E402
-from lib.ops import ConfServer, run_lfhttpd, write_file, one_error_line  # noqa: E402
-from lib.probe import rss_kib, wait_until  # noqa: E402
+from lib.server import ConfServer, Conn, ConnectionClosed, REPO, T, fixture_tree, req, wait_until
+from lib.ops import run_lfhttpd, write_file, one_error_line
+from lib.procs import rss_kib
 
 ABUSER, OTHER, ALLOWED = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 
@@ -289,10 +288,9 @@ def test_proxy_protocol_address_is_the_one_limited(tmpdir):
 
 
 IPV6_CLIENT = r"""
-import json, os, sys
-sys.path.insert(0, sys.argv[1])
+import json, sys
 from lib.server import Conn, Server, req
-s = Server(args=["--config", sys.argv[2]], listen=("[2001:db8::1]:0",), threads=2)
+s = Server(args=["--config", sys.argv[1]], listen=("[2001:db8::1]:0",), threads=2)
 out = []
 try:
     for src in ["2001:db8::1", "2001:db8::1", "2001:db8::2", "2001:db8:1::1", "2001:db8:1::1",
@@ -313,12 +311,13 @@ def test_ipv6_clients_grouped_by_64(tmpdir):
     conf = write_file(os.path.join(tmpdir, "v6.conf"), "root %s\nlocation / {\n"
                       "    limit_req_per_ip 1r/m burst 2\n}\n" % tree.root)
     script = write_file(os.path.join(tmpdir, "client.py"), IPV6_CLIENT)
-    lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    # the child imports tests/lib as this process does
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "tests"))
     setup = "ip link set lo up && " + " && ".join(
         "ip -6 addr add %s/64 dev lo nodad" % a
         for a in ("2001:db8::1", "2001:db8::2", "2001:db8:1::1", "2001:db8:1::2"))
     p = subprocess.run(["unshare", "-rn", "sh", "-c", setup + ' && exec "$0" "$@"',
-                        sys.executable, script, lib, conf],
+                        sys.executable, script, conf], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T(60))
     assert p.returncode == 0, p.stderr.decode()
     got = json.loads(p.stdout)

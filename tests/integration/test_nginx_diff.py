@@ -27,13 +27,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import (ConnectionClosed, Conn, Server, T, fixture_tree,  # noqa: E402
-                        req)
-from lib.static import MIME_TYPES, OLD, parse_multipart, part_ranges, set_mtime  # noqa: E402
+from lib.server import Conn, ConnectionClosed, Server, T, fixture_tree, free_port, req
+from lib.static import MIME_TYPES, OLD, parse_multipart, part_ranges, set_mtime
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 NGINX_MIME = "/etc/nginx/mime.types"
@@ -230,12 +227,6 @@ http {
 """
 
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Nginx:
@@ -243,7 +234,7 @@ class Nginx:
         self.tmp = tmp
         self.proc = None
         for attempt in range(5):
-            self.port = _free_port()
+            self.port = free_port()
             conf = os.path.join(tmp, "nginx.conf")
             with open(conf, "w") as f:
                 f.write(NGINX_CONF % {"tmp": tmp, "root": root, "port": self.port,

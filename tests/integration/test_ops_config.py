@@ -4,13 +4,11 @@ quoting and comments, `-t`, command-line overrides, and the shipped conf/lfhttpd
 import os
 import re
 import socket
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import REPO, Conn, Server, T, get, raw, req  # noqa: E402
-from lib.ops import (ConfServer, free_port, one_error_line, port_is_free,  # noqa: E402
-                     run_lfhttpd, wait_for, write_file)
+from lib.server import (ConfServer, Conn, REPO, Server, T, free_port, get, port_is_free, raw, req,
+                        wait_until)
+from lib.ops import one_error_line, run_lfhttpd, write_file
 
 MIME = os.path.join(REPO, "conf", "mime.types")
 
@@ -88,7 +86,7 @@ def test_every_global_directive_good_value_takes_effect(tmpdir):
     s = ConfServer(tmpdir, _all_globals(tmpdir, root), listen=(), threads=None,
                    expect_listeners=2, error_log=os.path.join(tmpdir, "error.log"))
     elog_path = os.path.join(tmpdir, "error.log")
-    wait_for(lambda: "threads" in open(elog_path).read(), what="the 'N threads' notice")
+    wait_until(lambda: "threads" in open(elog_path).read(), what="the 'N threads' notice")
     elog = open(elog_path).read()
     assert "3 threads" in elog, elog                          # threads 3
     assert s.stderr.strip() == "", s.stderr                   # error_log FILE: nothing on stderr
@@ -499,14 +497,14 @@ def test_cli_overrides_file(tmpdir):
     s = ConfServer(tmpdir, conf, root=cli_root, threads=1)      # --listen 127.0.0.1:0 --root
     assert len(s.listeners) == 1 and s.port != fport, s.listeners   # --listen replaced the file's
     assert port_is_free(fport), "the file's listener is open despite --listen"
-    wait_for(lambda: "threads" in s.stderr, what="the 'N threads' notice")
+    wait_until(lambda: "threads" in s.stderr, what="the 'N threads' notice")
     assert re.search(r"\b1 threads?\b", s.stderr), s.stderr
     assert get(s, "/").body == b"index of cliroot\n"
     s.stop()
     # Without --listen/--root/--threads the file's values are used.
     s = ConfServer(tmpdir, conf.replace("user no-such-user-xyz", ""), listen=(), threads=None)
     assert s.port == fport, s.listeners
-    wait_for(lambda: "threads" in s.stderr, what="the 'N threads' notice")
+    wait_until(lambda: "threads" in s.stderr, what="the 'N threads' notice")
     assert "3 threads" in s.stderr, s.stderr
     assert get(s, "/").body == b"index of fileroot\n"
 

@@ -5,14 +5,11 @@ import os
 import re
 import signal
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, fixture_tree, get, req  # noqa: E402
-from lib.ops import (ConfServer, LogFile, free_port, parse_clf, parse_json_line,  # noqa: E402
-                     short, unescape_clf, wait_for)
+from lib.server import ConfServer, Conn, T, fixture_tree, free_port, get, req, wait_until
+from lib.ops import LogFile, parse_clf, parse_json_line, short, unescape_clf
 
 
 def _start(tmpdir, fmt=None, extra="", threads=2, **kw):
@@ -265,7 +262,7 @@ def test_access_log_stdout(tmpdir):
     s = ConfServer(tmpdir, "root %s\naccess_log stdout\n" % tree.root)
     assert get(s, "/one.txt", headers={"User-Agent": "to-stdout"}).status == 200
     assert get(s, "/missing").status == 404
-    wait_for(lambda: s.stdout.count("\n") >= 2, what="two lines on stdout")
+    wait_until(lambda: s.stdout.count("\n") >= 2, what="two lines on stdout")
     lines = s.stdout.splitlines()
     assert len(lines) == 2, lines
     # (lines of different connections may be written in any order)
@@ -331,8 +328,7 @@ def test_sigusr1_reopens_logs_after_rename(tmpdir):
         os.rename(alog, alog + ".1")
         os.rename(elog, elog + ".1")
         s.signal(signal.SIGUSR1)
-        wait_for(lambda: os.path.exists(elog) and "reopen" in open(elog).read(),
-                 what="the reopen notice in the new error log")
+        wait_until(lambda: os.path.exists(elog) and "reopen" in open(elog).read(), what="the reopen notice in the new error log")
         assert os.path.exists(alog), "access log not recreated at the configured path"
         keep.send(req("GET", "/one.txt", {"User-Agent": "after-1"}))
         assert keep.read_response().status == 200
@@ -344,7 +340,7 @@ def test_sigusr1_reopens_logs_after_rename(tmpdir):
     assert "listening on" in open(elog + ".1").read()
     # A second SIGUSR1 without a rename keeps appending to the same file.
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: open(elog).read().count("reopen") >= 2, what="the second reopen notice")
+    wait_until(lambda: open(elog).read().count("reopen") >= 2, what="the second reopen notice")
     assert get(s, "/one.txt", headers={"User-Agent": "after-3"}).status == 200
     new = LogFile(alog).wait_lines(3)
     assert [parse_clf(l)["ua"] for l in new][-1] == "after-3"
@@ -356,9 +352,9 @@ def test_sigusr1_with_stdout_log_keeps_serving(tmpdir):
     s = ConfServer(tmpdir, "root %s\naccess_log stdout\n" % tree.root)
     assert get(s, "/one.txt").status == 200
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: "reopen" in s.stderr, what="the reopen notice")
+    wait_until(lambda: "reopen" in s.stderr, what="the reopen notice")
     assert get(s, "/one.txt").status == 200
-    wait_for(lambda: s.stdout.count("\n") == 2, what="two lines on stdout")
+    wait_until(lambda: s.stdout.count("\n") == 2, what="two lines on stdout")
 
 
 def test_sigusr1_reopen_failure_keeps_serving(tmpdir):
@@ -372,7 +368,7 @@ def test_sigusr1_reopen_failure_keeps_serving(tmpdir):
     LogFile(alog).wait_lines(1)
     os.rename(d, d + ".old")
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: "[error]" in s.stderr, what="an error about the failed reopen")
+    wait_until(lambda: "[error]" in s.stderr, what="an error about the failed reopen")
     assert get(s, "/one.txt").status == 200
     assert s.alive()
 

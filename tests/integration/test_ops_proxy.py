@@ -4,12 +4,10 @@ PROXY protocol (v1 and v2) on listeners configured for it. Checked in the access
 import os
 import socket
 import struct
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, fixture_tree, get, raw, req  # noqa: E402
-from lib.ops import ConfServer, LogFile, parse_clf, parse_json_line  # noqa: E402
+from lib.server import ConfServer, Conn, T, fixture_tree, get, raw, req
+from lib.ops import LogFile, parse_clf, parse_json_line
 
 
 def _start(tmpdir, extra, json_log=False, **kw):

@@ -4,12 +4,10 @@ location matching, and configuration errors (FILE:LINE, exit 2)."""
 
 import os
 import re
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import REPO, Conn, get, parse_imf, raw, req  # noqa: E402
-from lib.static import check_config, conf_server, make_root  # noqa: E402
+from lib.server import ConfServer, Conn, REPO, get, parse_imf, raw, req
+from lib.static import check_config, make_root
 
 PASSWD = open("/etc/passwd", "rb").read()
 
@@ -40,7 +38,7 @@ def _root(tmpdir, files=None):
 
 def _srv(tmpdir, conf, files=None):
     root = _root(tmpdir, files)
-    s = conf_server(tmpdir, conf, root=root)
+    s = ConfServer(tmpdir, conf, root=root)
     s.rootdir = root
     return s
 
@@ -212,7 +210,7 @@ def _sym_srv(tmpdir, policy):
     root = _root(tmpdir)
     _symlinks(root)
     conf = "follow_symlinks %s\n" % policy if policy else "# default policy\n"
-    return conf_server(tmpdir, conf, root=root)
+    return ConfServer(tmpdir, conf, root=root)
 
 
 HOME = b"<p>home</p>\n"
@@ -371,8 +369,7 @@ server b.test {
 def _vhosts(tmpdir, default_block=""):
     for name in ["top", "a", "wild", "deep", "b", "bx/x", "dflt"]:
         make_root(os.path.join(tmpdir, name), {"who.txt": name.split("/")[0].encode()})
-    return conf_server(tmpdir, VHOSTS % {"d": tmpdir} + default_block,
-                       root=os.path.join(tmpdir, "top"))
+    return ConfServer(tmpdir, VHOSTS % {"d": tmpdir} + default_block, root=os.path.join(tmpdir, "top"))
 
 
 def _who(s, host, path="/who.txt", version="HTTP/1.1", target=None):

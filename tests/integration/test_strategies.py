@@ -6,12 +6,10 @@ and one SO_REUSEPORT listener per thread). The whole suite also runs under each 
 import os
 import signal
 import socket
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, free_port, one_error_line, run_lfhttpd, wait_for, write_file  # noqa: E402,E501
-from lib.procs import status_json  # noqa: E402
-from lib.server import Conn, Server, get, req  # noqa: E402
+from lib.ops import one_error_line, run_lfhttpd, write_file
+from lib.procs import status_json
+from lib.server import ConfServer, Conn, Server, free_port, get, req, wait_until
 
 THREADS = 3
 STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport", "leader-followers-edge")
@@ -152,7 +150,7 @@ def test_reuseport_reload_opens_and_closes_one_socket_per_thread(tmpdir):
     assert _listening_sockets(pid, p1) == THREADS
     write_file(srv.conf_path, conf % p1 + "listen 127.0.0.1:%d\n" % p2)
     os.kill(pid, signal.SIGHUP)
-    wait_for(lambda: _listening_sockets(pid, p2) == THREADS, what="the new listener's sockets")
+    wait_until(lambda: _listening_sockets(pid, p2) == THREADS, what="the new listener's sockets")
     for port in (p1, p2):
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -165,5 +163,5 @@ def test_reuseport_reload_opens_and_closes_one_socket_per_thread(tmpdir):
         assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"<p>hello</p>\n"), data
     write_file(srv.conf_path, conf % p2)
     os.kill(pid, signal.SIGHUP)
-    wait_for(lambda: _listening_sockets(pid, p1) == 0, what="the old listener's sockets closed")
+    wait_until(lambda: _listening_sockets(pid, p1) == 0, what="the old listener's sockets closed")
     assert _listening_sockets(pid, p2) == THREADS

@@ -12,14 +12,12 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, run_lfhttpd, wait_for, write_file  # noqa: E402
-from lib.procs import status_json  # noqa: E402
-from lib.server import T, Conn, Server, get, req  # noqa: E402
+from lib.ops import run_lfhttpd, write_file
+from lib.procs import status_json
+from lib.server import ConfServer, Conn, Server, T, get, req, wait_until
 
 EDGE = "leader-followers-edge"
 BIG = 16 * 1024 * 1024   # > the 4 MiB send budget of one event
@@ -49,7 +47,7 @@ def test_edge_is_accepted_and_named(tmpdir):
     rc, _, err = run_lfhttpd(["-t", "-c", conf, "--root", root])
     assert rc == 0, err
     srv = Server(root=root, threads=3, args=["--concurrency", EDGE])
-    wait_for(lambda: "(%s;" % EDGE in srv.stderr, what="the start-up line naming it")
+    wait_until(lambda: "(%s;" % EDGE in srv.stderr, what="the start-up line naming it")
     assert get(srv, "/small.txt").body == b"small\n"
     st = status_json(srv)
     assert st["pool"]["concurrency"] == EDGE and st["pool"]["threads"] == 3

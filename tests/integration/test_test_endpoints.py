@@ -5,13 +5,11 @@ import os
 import selectors
 import signal
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import SCALE, Conn, Server, T, get, raw, raw_bytes, req  # noqa: E402
-from lib.procs import rss_kib  # noqa: E402
+from lib.server import SCALE, Conn, Server, T, get, raw, raw_bytes, req
+from lib.procs import rss_kib
 
 PATTERN = b"lfhttpd test bytes 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEF\n"
 
