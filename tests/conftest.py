@@ -21,8 +21,9 @@ Fixtures:
 After each test, every server it started (lib.server.Server, however made) is stopped and its
 stderr searched for sanitizer reports: a report fails the test, and so does the fixture
 server's dying during the test or not exiting on SIGTERM. Then every process the test started
-and left running is killed (tests run in a process group of their worker's own; an orphan of
-a test is found there, or among the worker's descendants).
+and left running is killed: pytest's process (each xdist worker) is the subreaper of its
+descendants, so an orphan of a test is still found under it; where that is refused, the
+worker's process group (it leads one of its own) is searched instead.
 
 The per-test timeout (pytest-timeout) is 60 s, x3 for a sanitizer build; a test that needs
 longer says so with @pytest.mark.timeout(SECONDS), scaled the same way.
@@ -37,6 +38,7 @@ import time
 import pytest
 
 DEFAULT_TIMEOUT = 60.0
+_SUBREAPER = False
 
 
 def pytest_addoption(parser):
@@ -75,11 +77,12 @@ def pytest_configure(config):
     # What a test leaves running is found after it: this process is the "subreaper" of its
     # descendants (an orphan is given to it rather than to init), and a worker leads a process
     # group of its own (what its tests start, if not in a session of its own, is in it).
+    global _SUBREAPER
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)    # PR_SET_CHILD_SUBREAPER
+        _SUBREAPER = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # CHILD_SUBREAPER
     except (OSError, AttributeError):
-        pass
+        _SUBREAPER = False
     if os.environ.get("PYTEST_XDIST_WORKER"):
         try:
             os.setpgrp()
@@ -222,24 +225,20 @@ def pytest_runtest_call(item):
         item.add_report_section("call", "servers", "\n".join(problems))
 
 
-def _descendants(pid):
-    """Every process under pid (from /proc): {pid: (process group, state)}."""
-    children = {}
-    for n in os.listdir("/proc"):
-        if not n.isdigit():
-            continue
+def _children(pid):
+    """pid's children, from /proc (each thread's list: a child belongs to the thread that
+    forked it)."""
+    out = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for tid in tasks:
         try:
-            with open("/proc/%s/stat" % n, "rb") as f:
-                data = f.read().decode("latin-1")
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                out += [int(x) for x in f.read().split()]
         except OSError:
-            continue
-        rest = data[data.rindex(")") + 2:].split()
-        children.setdefault(int(rest[1]), []).append((int(n), int(rest[2]), rest[0]))
-    out, todo = {}, [pid]
-    while todo:
-        for c, pgrp, state in children.get(todo.pop(), ()):
-            out[c] = (pgrp, state)
-            todo.append(c)
+            pass
     return out
 
 
@@ -252,17 +251,22 @@ def _group_members(pgid):
                     data = f.read().decode("latin-1")
             except OSError:
                 continue
-            rest = data[data.rindex(")") + 2:].split()
-            if int(rest[2]) == pgid and rest[0] != "Z":
+            if int(data[data.rindex(")") + 2:].split()[2]) == pgid:
                 out.add(int(n))
     return out
 
 
 def _live_processes():
-    """Our descendants, and the members of our process group when we lead it."""
+    """Every process under this one (orphans included: it is their subreaper), and the
+    members of its process group when it leads one and could not be a subreaper."""
     me = os.getpid()
-    pids = {p for p, (_, state) in _descendants(me).items() if state != "Z"}
-    if os.getpgrp() == me:
+    pids, todo = set(), [me]
+    while todo:
+        for c in _children(todo.pop()):
+            if c not in pids:
+                pids.add(c)
+                todo.append(c)
+    if not _SUBREAPER and os.getpgrp() == me:
         pids |= _group_members(me)
     pids.discard(me)
     return pids
@@ -274,19 +278,13 @@ keep_pids = set()
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item):
-    item._lfhttpd_before = _live_processes()
-    yield
-
-
-@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     """After the fixtures' own teardown: the servers started since the test's body (by a
     fixture, say) stopped and checked, then every process the test left running killed."""
     __tracebackhide__ = True
     yield
     problems = _stop_and_check(item, False)
-    strays = _live_processes() - getattr(item, "_lfhttpd_before", set()) - keep_pids
+    strays = _live_processes() - keep_pids
     for pid in strays:
         try:
             os.kill(pid, signal.SIGKILL)

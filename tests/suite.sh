@@ -13,7 +13,8 @@
 #
 # The failed tests are named again at the end (FAILED lines: prove's failed programs, pytest's
 # short summary), then the last line is "N passed, N failed": prove's count of TAP tests and
-# pytest's JUnit XML report, added. Exit status 1 if anything failed.
+# pytest's JUnit XML report (DIR/pytest.xml, kept: every test's time), added. Exit status 1 if
+# anything failed.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=build
@@ -88,7 +89,7 @@ if [ -n "$TESTS" ]; then
 fi
 if [ -z "$only_units" ]; then
     echo "=== integration tests (pytest)"
-    set -- --build="$BUILD" -n 2 --dist loadfile -vv -rfE --junitxml="$out/pytest.xml"
+    set -- --build="$BUILD" -n 2 --dist loadfile -vv -rfE --junitxml="$BUILD/pytest.xml"
     [ -z "$CONCURRENCY" ] || set -- "$@" --concurrency="$CONCURRENCY"
     if [ -n "$TESTS" ]; then
         expr=$(echo "$TESTS" | awk -F, '{ for (i = 1; i <= NF; i++) if ($i != "") {
@@ -96,12 +97,13 @@ if [ -z "$only_units" ]; then
                print e }')
         set -- "$@" -k "$expr"
     fi
+    rm -f "$BUILD/pytest.xml"     # its report (the times of every test): kept after the run
     # CI=1: pytest writes each failure's message whole in its short summary (not cut to the
     # width of a terminal), and whole assertion diffs: the log is read, not a screen
     CI=1 "$PYTHON" -m pytest "$@" 2>&1 | tee "$out/pytest.log"
-    if [ -s "$out/pytest.xml" ]; then
+    if [ -s "$BUILD/pytest.xml" ]; then
         # testcases; a <failure> or an <error> (setup, teardown, collection) fails one
-        counts=$("$PYTHON" - "$out/pytest.xml" <<'EOF'
+        counts=$("$PYTHON" - "$BUILD/pytest.xml" <<'EOF'
 import sys
 import xml.etree.ElementTree as ET
 p = f = 0
