@@ -6,6 +6,8 @@ import re
 import socket
 import time
 
+import pytest
+
 from lib.server import (ConfServer, Conn, REPO, Server, T, free_port, get, port_is_free, raw, req,
                         wait_until)
 from lib.ops import one_error_line, run_lfhttpd, write_file
@@ -202,16 +204,11 @@ BAD_GLOBALS = [
 ]
 
 
-def test_every_global_directive_bad_value_file_line(tmpdir):
+@pytest.mark.parametrize("bad,want", BAD_GLOBALS)
+def test_every_global_directive_bad_value_file_line(tmpdir, bad, want):
     root = _root(tmpdir)
     head = "# comment\nroot %s\n\n" % root            # the bad directive is on line 4
-    failures = []
-    for bad, want in BAD_GLOBALS:
-        try:
-            _assert_error_at(tmpdir, head + bad + "\nthreads 2\n", 4, re.escape(want))
-        except AssertionError as e:
-            failures.append(str(e))
-    assert not failures, "\n".join(failures)
+    _assert_error_at(tmpdir, head + bad + "\nthreads 2\n", 4, re.escape(want))
 
 
 def test_bad_value_also_refuses_to_start(tmpdir):

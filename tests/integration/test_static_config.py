@@ -6,6 +6,8 @@ import os
 import re
 import time
 
+import pytest
+
 from lib.server import ConfServer, Conn, REPO, get, parse_imf, raw, req
 from lib.static import check_config, make_root
 
@@ -471,19 +473,19 @@ def _assert_conf_error(tmpdir, text, lineno, why=""):
     return lines[0]
 
 
-def test_config_errors_file_line(tmpdir):
+@pytest.mark.parametrize("bad", BAD)
+def test_config_errors_file_line(tmpdir, bad):
     head = "root %s\n# a comment\n\n" % tmpdir     # the bad line is line 4
-    for bad in BAD:
-        _assert_conf_error(tmpdir, head + bad + "\n", 4)
+    _assert_conf_error(tmpdir, head + bad + "\n", 4)
 
 
-def test_config_errors_inside_blocks(tmpdir):
+@pytest.mark.parametrize("bad", ["directory_listing maybe", "expires soon",
+                                 "follow_symlinks never", 'add_header "Bad Name" "v"',
+                                 "threads 4", "listen 127.0.0.1:1", "file_cache_valid 1s",
+                                 "no_such_directive on", "location /y/ {", "server b.test {"])
+def test_config_errors_inside_blocks(tmpdir, bad):
     head = "root %s\nserver a.test {\n    location /x/ {\n" % tmpdir
-    for bad in ["directory_listing maybe", "expires soon", "follow_symlinks never",
-                'add_header "Bad Name" "v"', "threads 4", "listen 127.0.0.1:1",
-                "file_cache_valid 1s", "no_such_directive on", "location /y/ {",
-                "server b.test {"]:
-        _assert_conf_error(tmpdir, head + "        " + bad + "\n    }\n}\n", 4, bad)
+    _assert_conf_error(tmpdir, head + "        " + bad + "\n    }\n}\n", 4, bad)
 
 
 def test_config_unclosed_block(tmpdir):

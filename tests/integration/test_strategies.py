@@ -7,6 +7,8 @@ import os
 import signal
 import socket
 
+import pytest
+
 from lib.ops import one_error_line, run_lfhttpd, write_file
 from lib.procs import status_json
 from lib.server import ConfServer, Conn, Server, free_port, get, req, wait_until
@@ -64,14 +66,18 @@ def _thread_names(pid):
     return names
 
 
-def test_cli_and_directive_accept_every_strategy(tmpdir):
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cli_and_directive_accept_the_strategy(tmpdir, strategy):
     root = _root(tmpdir)
-    for s in STRATEGIES:
-        rc, _, err = run_lfhttpd(["-t", "--concurrency", s, "--root", root])
-        assert rc == 0, err
-        conf = write_file(os.path.join(tmpdir, "c-%s.conf" % s), "concurrency %s\n" % s)
-        rc, _, err = run_lfhttpd(["-t", "-c", conf, "--root", root])
-        assert rc == 0, err
+    rc, _, err = run_lfhttpd(["-t", "--concurrency", strategy, "--root", root])
+    assert rc == 0, err
+    conf = write_file(os.path.join(tmpdir, "c.conf"), "concurrency %s\n" % strategy)
+    rc, _, err = run_lfhttpd(["-t", "-c", conf, "--root", root])
+    assert rc == 0, err
+
+
+def test_cli_and_directive_refuse_an_unknown_strategy(tmpdir):
+    root = _root(tmpdir)
     rc, _, err = run_lfhttpd(["-t", "--concurrency", "thread-per-request", "--root", root])
     assert rc == 2
     assert "invalid concurrency 'thread-per-request'" in one_error_line(err)
