@@ -100,12 +100,14 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """A test's own @pytest.mark.timeout(S) is scaled like the default (never below it)."""
+    """A test's own @pytest.mark.timeout(S) is scaled like the default (never below the
+    timeout of the run)."""
     scale = config._lfhttpd_scale
+    run = float(getattr(config.option, "timeout", None) or 0)
     for item in items:
         m = item.get_closest_marker("timeout")
         if m is not None and m.args and not getattr(item, "_lfhttpd_scaled", False):
-            own = max(float(m.args[0]) * scale, DEFAULT_TIMEOUT * scale)
+            own = max(float(m.args[0]) * scale, run)
             item.add_marker(pytest.mark.timeout(own), append=False)
             item._lfhttpd_scaled = True
 
@@ -163,6 +165,36 @@ def configured():
     yield start
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def _peer_fixture(tmpdir, start):
+    from lib import peers
+    started = []
+
+    def run(conf, **values):
+        p = getattr(peers, start)(os.path.join(tmpdir, "%s-%d" % (start, len(started))), conf,
+                                  **values)
+        started.append(p)
+        return p
+    return run, started
+
+
+@pytest.fixture
+def nginx_peer(tmpdir):
+    """nginx_peer(conf, **values): the reference server of a differential test."""
+    run, started = _peer_fixture(tmpdir, "nginx")
+    yield run
+    for p in started:
+        p.stop()
+
+
+@pytest.fixture
+def lighttpd_peer(tmpdir):
+    """lighttpd_peer(conf, **values): the reference server of a differential test."""
+    run, started = _peer_fixture(tmpdir, "lighttpd")
+    yield run
+    for p in started:
+        p.stop()
 
 
 # ---- after each test: servers stopped and checked, leftovers killed ---------------------------

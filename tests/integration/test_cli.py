@@ -6,6 +6,7 @@ import socket
 import subprocess
 import threading
 
+from lib.static import make_root
 from lib.server import (Conn, Server, T, binary, fixture_tree, get, req,
                         sanitizer_report)
 
@@ -32,11 +33,8 @@ def assert_usage_error(args, cwd=None):
 
 
 def _root(tmpdir):
-    root = os.path.join(tmpdir, "root")
-    os.makedirs(root)
-    with open(os.path.join(root, "index.html"), "w") as f:
-        f.write("hello from index\n")
-    return root
+    return make_root(os.path.join(tmpdir, "root"), {"index.html": b"hello from index\n"},
+                     mtime=None)
 
 
 def test_version(tmpdir):

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from lib.static import make_root
 from lib.server import (ConfServer, Conn, REPO, Server, T, free_port, get, port_is_free, raw, req,
                         wait_until)
 from lib.ops import one_error_line, run_lfhttpd, write_file
@@ -16,10 +17,8 @@ MIME = os.path.join(REPO, "conf", "mime.types")
 
 
 def _root(tmpdir, name="root", files=None):
-    root = os.path.join(tmpdir, name)
-    for rel, data in (files or {"index.html": b"index of %s\n" % name.encode()}).items():
-        write_file(os.path.join(root, rel), data)
-    return root
+    return make_root(os.path.join(tmpdir, name),
+                     files or {"index.html": b"index of %s\n" % name.encode()}, mtime=None)
 
 
 def _check(tmpdir, text, name="t.conf", extra=(), cwd=None):

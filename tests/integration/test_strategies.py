@@ -11,6 +11,7 @@ import pytest
 
 from lib.ops import one_error_line, run_lfhttpd, write_file
 from lib.procs import status_json
+from lib.static import make_root
 from lib.server import ConfServer, Conn, Server, free_port, get, req, wait_until
 
 THREADS = 3
@@ -18,9 +19,7 @@ STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport", "leader-f
 
 
 def _root(tmpdir):
-    root = os.path.join(tmpdir, "root")
-    write_file(os.path.join(root, "index.html"), "<p>hello</p>\n")
-    return root
+    return make_root(os.path.join(tmpdir, "root"), {"index.html": b"<p>hello</p>\n"}, mtime=None)
 
 
 def _epoll_instances(pid):

@@ -17,6 +17,7 @@ import time
 
 from lib.ops import run_lfhttpd, write_file
 from lib.procs import status_json
+from lib.static import make_root
 from lib.server import ConfServer, Conn, Server, T, get, req, wait_until
 
 EDGE = "leader-followers-edge"
@@ -24,11 +25,9 @@ BIG = 16 * 1024 * 1024   # > the 4 MiB send budget of one event
 
 
 def _root(tmpdir):
-    root = os.path.join(tmpdir, "root")
-    write_file(os.path.join(root, "small.txt"), "small\n")
-    with open(os.path.join(root, "big.bin"), "wb") as f:
-        f.write(bytes(range(256)) * (BIG // 256))
-    return root
+    return make_root(os.path.join(tmpdir, "root"),
+                     {"small.txt": b"small\n", "big.bin": bytes(range(256)) * (BIG // 256)},
+                     mtime=None)
 
 
 def _edge(tmpdir, threads=2, conf_lines=()):
