@@ -148,7 +148,7 @@ def test_reuseport_reload_opens_and_closes_one_socket_per_thread(tmpdir):
     root = _root(tmpdir)
     p1, p2 = free_port(), free_port()
     conf = "concurrency reuseport\nroot %s\nlisten 127.0.0.1:%%d\n" % root
-    # also on the command line: it overrides the file, and run.py --concurrency adds its own
+    # also on the command line: it overrides the file, and the suite's --concurrency adds its own
     srv = ConfServer(tmpdir, conf % p1, listen=(), threads=THREADS,
                      args=["--concurrency", "reuseport"])
     pid = srv.proc.pid

@@ -5,7 +5,7 @@ these tests aim at what is new: no
 epoll_ctl for a keep-alive request, events that come while a handle is owned ("more"), input
 left in the socket after a read that filled the buffer, interest changes (a request that comes
 while a response is being written), the send budget, and the sweep and the drain. Every server
-here is started with the strategy explicitly (it overrides run.py's --concurrency)."""
+here is started with the strategy explicitly (it overrides the suite's --concurrency)."""
 
 import os
 import re
