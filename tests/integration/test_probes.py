@@ -7,7 +7,7 @@ import subprocess
 import time
 
 from lib.procs import status_json
-from lib.server import Conn, Server, T, binary, get, req, wait_until, write_config
+from lib.server import ConfServer, Conn, T, binary, get, req, wait_until, write_config
 
 
 def _site(tmpdir):
@@ -20,8 +20,7 @@ def _site(tmpdir):
 
 def _server(tmpdir, lines=()):
     root = _site(tmpdir)
-    conf = write_config(tmpdir, ["root %s" % root] + list(lines))
-    return Server(root=root, args=["--config", conf])
+    return ConfServer(tmpdir, ["root %s" % root] + list(lines), root=root)
 
 
 def test_probes_while_serving(tmpdir):
