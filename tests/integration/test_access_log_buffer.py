@@ -14,18 +14,8 @@ more than one thread, lines are compared as sets."""
 import os
 import signal
 
-from lib.ops import LogFile, parse_clf, run_lfhttpd, write_file
+from lib.ops import LogFile, logged_server, parse_clf, run_lfhttpd, write_file
 from lib.server import ConfServer, Conn, fixture_tree, get, req, wait_until
-
-
-def _start(tmpdir, extra, threads=2, log_name="access.log"):
-    tree = fixture_tree(tmpdir)
-    log = os.path.join(tmpdir, log_name)
-    conf = "root %s\naccess_log %s\n%s" % (tree.root, log, extra)
-    s = ConfServer(tmpdir, conf, threads=threads)
-    s.tree = tree
-    s.log_path = log
-    return s, LogFile(log)
 
 
 def writes(s):
@@ -56,7 +46,7 @@ def test_lines_arrive_after_the_interval_with_few_writes(tmpdir):
     """200 requests: far fewer writes than lines; then, with no more traffic, every line
     arrives whole within the interval (bounded from the last response)."""
     n = 200
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 1s\n")
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 1s\n")
     before = writes(s)
     keepalive_requests(s, n, "buf")
     during = writes(s) - before
@@ -73,7 +63,7 @@ def test_lines_arrive_after_the_interval_with_few_writes(tmpdir):
 def test_a_full_buffer_is_written_at_once(tmpdir):
     """With a flush interval far beyond the test, a 4 KiB buffer goes out as soon as the next
     line would not fit: the file grows while the requests come, in whole lines."""
-    s, log = _start(tmpdir, "access_log_buffer 4k\naccess_log_flush 60s\n", threads=1)
+    s, log = logged_server(tmpdir, "access_log_buffer 4k\naccess_log_flush 60s\n", threads=1)
     ua = "x" * 400
     n = 60                                   # ~27 KiB of lines: 6 or more full buffers
     before = writes(s)
@@ -94,7 +84,7 @@ def test_a_full_buffer_is_written_at_once(tmpdir):
 
 def test_drain_writes_buffered_lines(tmpdir):
     """SIGTERM: the lines still buffered are in the file when the process has exited."""
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n")
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n")
     keepalive_requests(s, 10, "drain-a")
     for i in range(5):
         assert get(s, "/small.html", headers={"User-Agent": "drain-b-%d" % i}).status == 200
@@ -108,7 +98,7 @@ def test_sigusr1_writes_buffered_lines_to_the_old_file(tmpdir):
     """Lines buffered before SIGUSR1 go to the renamed file, none is lost, and the lines
     after it to the new file. One pool thread: a request's line is buffered before the
     thread can take the signal."""
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
     keepalive_requests(s, 12, "before")
     assert get(s, "/small.html", headers={"User-Agent": "before-last"}).status == 200
     os.rename(s.log_path, s.log_path + ".1")
@@ -126,7 +116,7 @@ def test_reload_to_another_log_writes_the_old_lines_there(tmpdir):
     """A reload that moves the log: the lines buffered for the old file go there at the
     reload, though a keep-alive connection still holds the old configuration; the lines after
     it go to the new file."""
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
     new_path = os.path.join(tmpdir, "new.log")
     with Conn(s) as keep:
         for i in range(5):

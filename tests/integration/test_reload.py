@@ -8,8 +8,6 @@ import time
 from lib.server import Conn, Server, T, free_port, get, req, wait_until
 
 
-
-
 def _setup(tmpdir):
     for name in ("a", "b"):
         os.makedirs(os.path.join(tmpdir, name), exist_ok=True)
@@ -23,8 +21,6 @@ def _write(path, text):
     with open(tmp, "w") as f:
         f.write(text)
     os.rename(tmp, path)
-
-
 
 
 def test_reload_switches_root_and_listeners(tmpdir):

@@ -12,9 +12,6 @@ from lib.server import ConfServer, Conn, Server, T, free_port, get, req, wait_un
 from lib.static import make_root, set_mtime
 
 
-
-
-
 def _heads_without_date(r):
     return [(k, v) for k, v in r.headers if k.lower() != "date"]
 

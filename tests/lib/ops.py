@@ -2,6 +2,9 @@
 
     run_lfhttpd(args, cwd=None)        run the binary to completion: (status, stdout, stderr)
     write_file(path, text)             write text (str or bytes), return path
+    logged_server(tmpdir, conf, fmt=None, log_name="access.log", **kw)
+                                       a ConfServer on a fresh fixture tree that logs to
+                                       tmpdir/log_name (access_log_format fmt): (server, LogFile)
     LogFile(path)                      follow an access log: wait_lines(n), lines()
     parse_clf(line) / CLF_RE           Combined Log Format, with nginx-style \\xHH escapes
     unescape_clf(field)                undo the \\xHH escapes of a CLF field
@@ -14,7 +17,7 @@ import re
 import subprocess
 import time
 
-from .server import T, binary, sanitizer_report
+from .server import ConfServer, T, binary, fixture_tree, sanitizer_report
 
 
 def run_lfhttpd(args, cwd=None, timeout=10):
@@ -41,6 +44,17 @@ def one_error_line(err):
     lines = [l for l in err.splitlines() if l.strip()]
     assert len(lines) == 1, "want exactly one stderr line, got %r" % err
     return lines[0]
+
+
+def logged_server(tmpdir, conf="", fmt=None, log_name="access.log", **kw):
+    """A ConfServer on a fresh fixture tree (tmpdir/root, .tree) writing its access log to
+    tmpdir/log_name (.log_path; in the format fmt when given), then `conf`: (server, LogFile)."""
+    tree = fixture_tree(tmpdir)
+    log = os.path.join(tmpdir, log_name)
+    s = ConfServer(tmpdir, "root %s\naccess_log %s\n%s%s" % (
+        tree.root, log, "access_log_format %s\n" % fmt if fmt else "", conf), **kw)
+    s.tree, s.files, s.log_path = tree, tree.files, log
+    return s, LogFile(log)
 
 
 class LogFile:
