@@ -17,7 +17,7 @@ import re
 import subprocess
 import time
 
-from .server import ConfServer, T, binary, fixture_tree, sanitizer_report
+from .server import T, binary, fixture_server, sanitizer_report
 
 
 def run_lfhttpd(args, cwd=None, timeout=10):
@@ -49,11 +49,10 @@ def one_error_line(err):
 def logged_server(tmpdir, conf="", fmt=None, log_name="access.log", **kw):
     """A ConfServer on a fresh fixture tree (tmpdir/root, .tree) writing its access log to
     tmpdir/log_name (.log_path; in the format fmt when given), then `conf`: (server, LogFile)."""
-    tree = fixture_tree(tmpdir)
     log = os.path.join(tmpdir, log_name)
-    s = ConfServer(tmpdir, "root %s\naccess_log %s\n%s%s" % (
-        tree.root, log, "access_log_format %s\n" % fmt if fmt else "", conf), **kw)
-    s.tree, s.files, s.log_path = tree, tree.files, log
+    s = fixture_server(tmpdir, "access_log %s\n%s%s" % (
+        log, "access_log_format %s\n" % fmt if fmt else "", conf), **kw)
+    s.log_path = log
     return s, LogFile(log)
 
 

@@ -12,6 +12,8 @@ Standard library only.  Main pieces:
                        a Server started with --config: `conf` (text, lines or a dict of
                        directive -> value) written to tmpdir/lfhttpd.conf by write_config;
                        root= a directory or a Tree (then .tree, .files)
+  fixture_server(tmpdir, conf, **kw)
+                       a ConfServer on a fresh fixture tree (tmpdir/root): `root` and conf
   write_config(dir, conf, name)   the one configuration-file writer; returns its path
   wait_until(pred, timeout, what=None)
                        poll pred() until true or T(timeout) passes; returns its last value
@@ -402,6 +404,15 @@ class ConfServer(Server):
                 if host.startswith("["):
                     host = host[1:-1]
                 self.listeners.append((m.group(1).decode(), host, int(m.group(3))))
+
+
+def fixture_server(tmpdir, conf="", **kw):
+    """A ConfServer on a fresh fixture tree (tmpdir/root; .tree, .files): the configuration
+    is `root` and then the text conf."""
+    tree = fixture_tree(tmpdir)
+    s = ConfServer(tmpdir, "root %s\n%s" % (tree.root, conf), **kw)
+    s.tree, s.files = tree, tree.files
+    return s
 
 
 def wait_until(pred, timeout=5.0, what=None, step=0.02):
