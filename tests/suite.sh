@@ -55,8 +55,10 @@ for b in "$BUILD"/tests/test_*; do
 done
 if [ -n "$units" ]; then
     echo "=== unit tests (prove)"
+    # --failures --comments: a failed test's `not ok` line and the diagnostics after it shown
     # shellcheck disable=SC2086
-    prove -j 2 --exec "timeout -k 10 $timeout" $units 2>&1 | tee "$out/prove.log"
+    prove -j 2 --failures --comments --exec "timeout -k 10 $timeout" $units 2>&1 |
+        tee "$out/prove.log"
     # "Files=17, Tests=1004, ...": every TAP test; the summary report lists each program that
     # failed: "(Wstat: 256 (exited 1) Tests: 30 Failed: 2)"; one that failed without a
     # `not ok` (a crash, a timeout, a bad plan) counts as one failure.

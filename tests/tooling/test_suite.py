@@ -185,7 +185,8 @@ def test_make_test_names_failures_above_its_summary(tmpdir):
         "FAILED tests/integration/test_mixed.py::test_fails_with_a_reason - "
         "AssertionError: arithmetic is broken here",
     ], out
-    assert "arithmetic is broken here" in "\n".join(lines[:i]), out    # the detail, above
+    assert "arithmetic is broken here" in "\n".join(lines[:i]), out    # the details, above
+    assert "not ok 2 - b" in lines[:i], out
 
 
 def test_make_test_selects_with_tests(tmpdir):
