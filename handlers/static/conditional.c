@@ -50,6 +50,8 @@ static int send_not_modified(struct exchange *ex, const struct fc_entry *e)
     if (e->vary)
         RESP_LIT(&r, "Vary: Accept-Encoding\r\n");
     static_add_location_headers(&r, ex->loc);
+    if (e->auto_cache_control)
+        RESP_HEADER_STR(&r, "Cache-Control", e->auto_cache_control);
     static_add_expires(&r, ex->loc);
     return ex_send(ex, &r, NULL, 0);
 }
