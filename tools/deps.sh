@@ -32,10 +32,11 @@ for set in "$@"; do
     # systemd: systemd-socket-activate and systemd-analyze (test_systemd.py, test_install.py);
     # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv;
     # strace: the system calls the server makes, against the unit's SystemCallFilter;
-    # prometheus: promtool checks the /metrics exposition (test_metrics.py).
+    # prometheus: promtool checks the /metrics exposition (test_metrics.py); hugo: builds the
+    # static site served end to end (test_site_hugo.py).
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
                 python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace
-                prometheus" ;;
+                prometheus hugo" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     analyze) pkgs="$pkgs cppcheck" ;;
     package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
