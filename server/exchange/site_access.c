@@ -13,6 +13,8 @@
 #define CORS_MAX_AGE_DEFAULT_MS 600000 /* a browser asks again after 10 minutes */
 #define CORS_LIST_MAX 1024             /* bytes of a joined method or header list */
 #define ORIGIN_MAX 256                 /* bytes of one allowed origin */
+#define ORIGINS_MAX 1024               /* origins of one block (an index fits exchange.cors_origin) */
+_Static_assert(ORIGINS_MAX <= UINT16_MAX, "an origin's index fits struct exchange");
 
 unsigned site_access_conf_slot;
 
@@ -85,8 +87,13 @@ static int d_origins(const struct directive *d, const struct dir_ctx *x, char **
         fprintf(stderr, "%s: '%s' takes %s ('%s' alone)\n", x->where, d->name, d->takes, args[0]);
         return -1;
     }
-    if (ac->norigins < 0)
-        ac->norigins = 0;
+    if (nargs > ORIGINS_MAX) {
+        fprintf(stderr, "%s: '%s' takes at most %d origins\n", x->where, d->name, ORIGINS_MAX);
+        return -1;
+    }
+    for (int i = 0; i < ac->norigins; i++) /* a later line replaces an earlier one */
+        free(ac->origins[i]);
+    ac->norigins = 0;
     ac->origin_any = any;
     for (int i = 0; i < nargs && !any && !off; i++) {
         if (!strcmp(args[i], "null") || !origin_ok(args[i])) {

@@ -227,6 +227,18 @@ def test_cors_origins_on_every_response(tmpdir):
     assert r.status == 304 and r.header("Access-Control-Allow-Origin") == APP
 
 
+def test_cors_on_deferred_and_streamed_responses(tmpdir):
+    # The request's bytes are gone when a deferred exchange writes its head: the outcome was
+    # kept, not the Origin.
+    s = _srv(tmpdir, "test_endpoints /_test/\ncors_allow_origin %s\n" % APP)
+    for path in ["/_test/delay/20", "/_test/stream/3"]:
+        r = get(s, path, headers={"Origin": APP})
+        assert r.status == 200 and r.header("Access-Control-Allow-Origin") == APP, (path, r)
+        assert "origin" in _vary(r), r.headers
+        r = get(s, path, headers={"Origin": "https://evil.example"})
+        assert r.status == 200 and _cors(r) == {}, (path, r.headers)
+
+
 def test_cors_any_origin(tmpdir):
     s = _srv(tmpdir, "location /api/ {\n    cors_allow_origin *\n}\n")
     for h in [{"Origin": APP}, {"Origin": "https://anyone.example"}, None]:
@@ -249,6 +261,15 @@ def test_cors_credentials(tmpdir):
     # Never an echo of an origin not on the list, and never credentials for it.
     r = get(s, "/app.js", headers={"Origin": "https://evil.example"})
     assert _cors(r) == {}, r.headers
+
+
+def test_cors_later_line_replaces_and_off_stops_inheritance(tmpdir):
+    s = _srv(tmpdir, "cors_allow_origin https://old.example\ncors_allow_origin %s\n"
+                     "location /api/ {\n    cors_allow_origin off\n}\n" % APP)
+    assert _cors(get(s, "/app.js", headers={"Origin": "https://old.example"})) == {}
+    assert get(s, "/app.js", headers={"Origin": APP}).header("Access-Control-Allow-Origin") == APP
+    r = get(s, "/api/data.json", headers={"Origin": APP})
+    assert _cors(r) == {} and "origin" not in _vary(r), r.headers
 
 
 def test_cors_configuration_errors(tmpdir):
