@@ -11,9 +11,12 @@
 #include "exchange/exchange.h"
 
 #define CORS_MAX_AGE_DEFAULT_MS 600000 /* a browser asks again after 10 minutes */
+/* RFC 9110 5.6.2: the characters of a token (a method or a field name). */
+#define TOKEN_CHARS \
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #define CORS_LIST_MAX 1024             /* bytes of a joined method or header list */
 #define ORIGIN_MAX 256                 /* bytes of one allowed origin */
-#define ORIGINS_MAX 1024               /* origins of one block (an index fits exchange.cors_origin) */
+#define ORIGINS_MAX 1024               /* origins of one block: an index fits cors_origin */
 _Static_assert(ORIGINS_MAX <= UINT16_MAX, "an origin's index fits struct exchange");
 
 unsigned site_access_conf_slot;
@@ -124,8 +127,7 @@ static int d_list(const struct directive *d, const struct dir_ctx *x, char **arg
     bool off = nargs == 1 && !strcmp(args[0], "off");
     for (int i = 0; i < nargs && !off; i++) {
         size_t n = strlen(args[i]);
-        bool ok = n > 0 && strspn(args[i], "!#$%&'*+-.^_`|~0123456789"
-                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == n;
+        bool ok = n > 0 && strspn(args[i], TOKEN_CHARS) == n;
         if (!ok || len + n + 2 >= sizeof(joined)) {
             fprintf(stderr, "%s: '%s' takes %s, not '%s'\n", x->where, d->name, d->takes, args[i]);
             return -1;
