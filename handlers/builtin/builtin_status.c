@@ -28,7 +28,7 @@
 #include "base/netaddr.h"
 #include "base/json.h"
 #include "conf/runtime.h"
-#include "daemon/server.h"
+#include "exchange/server_view.h"
 #include "conf/site.h"
 #include "base/version.h"
 

@@ -83,7 +83,7 @@ static int static_generation_init(const struct handler_env *env, void **state, c
         snprintf(err, errlen, "lfhttpd: out of memory");
         return -1;
     }
-    rt->error_page = static_error_page; /* every location's error_page is a static file */
+    rt->serve_error_page = static_error_page; /* every location's error_page is a static file */
     if (any_compress_dynamic(rt)) { /* its counters live with the compressor */
         if (!compress_process_start(env->process, err, errlen))
             return -1;
@@ -342,7 +342,7 @@ static int static_handle(void *inst, struct exchange *ex)
     return rc;
 }
 
-/* rt->error_page: the location's own page for `status` (`error_page`), served from its root.
+/* rt->serve_error_page: the location's own page for `status` (`error_page`), served from its root.
  * 0 when sent, -ENOENT when it has none (or the file is missing), or -errno. */
 static int static_error_page(struct exchange *ex, int status)
 {
