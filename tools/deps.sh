@@ -22,9 +22,11 @@ set -eu
 pkgs=""
 for set in "$@"; do
     case $set in
-    # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress/)
+    # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress/);
+    # libcurl (OpenSSL flavour) and json-c: the ACME client's requests and responses (server/acme/)
     build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev
-                 libbrotli-dev libzstd-dev libsystemd-dev python3" ;;
+                 libbrotli-dev libzstd-dev libsystemd-dev libcurl4-openssl-dev libjson-c-dev
+                 python3" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
     # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh);
@@ -32,11 +34,12 @@ for set in "$@"; do
     # systemd: systemd-socket-activate and systemd-analyze (test_systemd.py, test_install.py);
     # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv;
     # strace: the system calls the server makes, against the unit's SystemCallFilter;
-    # prometheus: promtool checks the /metrics exposition (test_metrics.py); hugo: builds the
-    # static site served end to end (test_site_hugo.py).
+    # prometheus: promtool checks the /metrics exposition (test_metrics.py); pebble: the test
+    # ACME CA (test_acme.py); hugo: builds the static site served end to end
+    # (test_site_hugo.py).
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
                 python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace
-                prometheus hugo" ;;
+                prometheus pebble hugo" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     analyze) pkgs="$pkgs cppcheck" ;;
     package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
@@ -47,7 +50,8 @@ for set in "$@"; do
     # architecture is added first, below), and qemu-user-static to run what it builds here.
     arm64) pkgs="$pkgs crossbuild-essential-arm64 qemu-user-static node-llhttp curl openssl
                  libc6-dev:arm64 libssl-dev:arm64 libcrypt-dev:arm64 zlib1g-dev:arm64
-                 libbrotli-dev:arm64 libzstd-dev:arm64 libsystemd-dev:arm64" ;;
+                 libbrotli-dev:arm64 libzstd-dev:arm64 libsystemd-dev:arm64
+                 libcurl4-openssl-dev:arm64 libjson-c-dev:arm64" ;;
     *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package, analyze, arm64)" >&2
        exit 2 ;;
     esac
