@@ -10,6 +10,9 @@ import shutil
 import subprocess
 import tempfile
 
+
+import pytest
+
 from lib.browser import run_chromium
 from lib.server import ConfServer, T, get
 
@@ -81,6 +84,7 @@ def _rendered_page(dom, title):
     assert 'data-js="ran"' in dom and 'data-probe-width="123px"' in dom, dom[:1500]
 
 
+@pytest.mark.timeout(900)
 def test_hugo_site_in_headless_chromium(tmpdir):
     tmpdir = str(tmpdir)
     public = _build(tmpdir)
@@ -112,4 +116,3 @@ def test_hugo_site_in_headless_chromium(tmpdir):
 
 
 # Eight runs of a browser, each bounded by its own T(90).
-test_hugo_site_in_headless_chromium.timeout = 900
