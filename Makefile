@@ -209,13 +209,14 @@ run: all
 	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen $(RUN_LISTEN)
 
 # CONCURRENCY=half-sync-half-async|reuseport|leader-followers-edge runs the suite under that
-# strategy; TESTS=NAME only the tests whose name (unit/test_x, or test_file.py::test_name)
-# contains NAME.
-# With TESTS, only the unit tests it selects are built (run.py names them unit/test_x).
-TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(findstring $(TESTS),unit/$(notdir $(b))),$(b))),$(UNIT_BINS))
+# strategy; TESTS=NAME only the tests whose name contains NAME (A,B: either): the unit tests
+# named unit/test_x (run by prove), the others selected with pytest -k NAME (tests/suite.sh).
+# With TESTS, only the unit tests it selects are built.
+comma := ,
+TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(strip $(foreach t,$(subst $(comma), ,$(TESTS)),$(findstring $(t),unit/$(notdir $(b))))),$(b))),$(UNIT_BINS))
 test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so $(BUILD)/tests/acme_drive
-	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
-	    $(if $(TESTS),-k '$(TESTS)')
+	@sh tests/suite.sh --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
+	    $(if $(TESTS),--tests '$(TESTS)')
 
 container-test:
 	@bash tests/container/run.sh

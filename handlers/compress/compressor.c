@@ -159,13 +159,7 @@ void compress_release(void *process)
     while (cz->dirs) { /* only if a runtime outlived this call (it should not) */
         struct compress_dir *d = cz->dirs;
         cz->dirs = d->next;
-        if (d->fd >= 0)
-            close(d->fd);
-        if (d->rfd >= 0)
-            close(d->rfd);
-        dict_store_close(atomic_load(&d->dicts));
-        pthread_mutex_destroy(&d->lock);
-        free(d);
+        compress_dir_free(d);
     }
     pthread_mutex_destroy(&cz->lock);
     pthread_cond_destroy(&cz->cv);

@@ -88,6 +88,8 @@ int compressor_submit(struct compressor *cz, struct compress_work *w);
  * configuration's), and its release. NULL when out of memory. */
 struct compress_dir *compress_dir_get(struct compressor *cz, const char *path, uint64_t max);
 void compress_dir_put(struct compressor *cz, struct compress_dir *d);
+/* Close and free a directory no one holds any more (its last put, or the compressor's end). */
+void compress_dir_free(struct compress_dir *d);
 /* The first job that needs the directory: create it if missing, check that it can be written,
  * count what it holds. Compressor threads only. */
 void compress_dir_probe(struct compressor *cz, struct compress_dir *d);

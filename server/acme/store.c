@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
+
 #define LOCK_NAME "lock"
 #define STATE_DIR_MODE 0700
 #define LOCK_MODE 0600
@@ -29,20 +31,6 @@ int store_init(const char *dir)
     if (stat(dir, &st) < 0)
         return -errno;
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 int store_write(const char *dir, const char *name, const void *data, size_t len, mode_t mode)
@@ -61,7 +49,7 @@ int store_write(const char *dir, const char *name, const void *data, size_t len,
         goto out;
     }
     /* fchmod: the umask must not loosen or tighten what the caller asked for. */
-    rc = fchmod(fd, mode) < 0 ? -errno : write_all(fd, data, len);
+    rc = fchmod(fd, mode) < 0 ? -errno : fd_write_all(fd, data, len);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (close(fd) < 0 && rc == 0)

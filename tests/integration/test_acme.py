@@ -14,13 +14,11 @@ import os
 import ssl
 import stat
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.acme import drive, driver, self_signed, start_pebble  # noqa: E402
-from lib.server import T, sanitizer_report  # noqa: E402
+from lib.acme import drive, driver, self_signed, start_pebble
+from lib.server import T, sanitizer_report
 
 NAMES = ["a.acme.test", "b.acme.test"]
 

@@ -20,10 +20,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import decode as _decode  # noqa: E402,F401  (puts Debian's modules on the path)
-from lib.server import T, Server, get  # noqa: E402
-from lib.static import check_config, conf_server, make_root  # noqa: E402
+
+import pytest
+
+from lib import decode as _decode  # noqa: F401  (puts Debian's modules on the path)
+from lib.server import T, ConfServer, Server, get
+from lib.static import check_config, make_root
 
 DCZ_MAGIC = bytes([0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00])
 AE = "gzip, deflate, br, zstd, dcz"
@@ -77,7 +79,7 @@ def _srv(tmpdir, files=None, cache=None, extra=""):
     log = os.path.join(tmpdir, "access.log")
     conf = ("file_cache_valid 0\n%scompress_cache_dir %s\naccess_log %s\n"
             "access_log_format json\n%s%s" % (FAST, cache, log, extra, LOCATION))
-    s = conf_server(tmpdir, conf, root=root)
+    s = ConfServer(tmpdir, conf, root=root)
     s.rootdir, s.cache, s.log = root, cache, log
     return s
 
@@ -417,6 +419,7 @@ def _dump_dom(url, profile):
     return p.stdout.decode("utf-8", "replace")
 
 
+@pytest.mark.timeout(200)
 def test_chromium_reloads_the_new_release_as_dcz(tmpdir):
     # The page itself is revalidated on every load; the bundles are cached for an hour (what
     # makes Chromium keep a dictionary).
@@ -444,4 +447,3 @@ def test_chromium_reloads_the_new_release_as_dcz(tmpdir):
     assert browser and browser[-1]["content_encoding"] == "dcz", browser
 
 
-test_chromium_reloads_the_new_release_as_dcz.timeout = 200

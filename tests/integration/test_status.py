@@ -7,13 +7,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import SCALE, Conn, Server, T, concurrency, get, raw_bytes, req  # noqa: E402
-from lib.procs import start_with_conf, status_json  # noqa: E402
+import pytest
+
+from lib.browser import run_chromium
+from lib.server import ConfServer, Conn, SCALE, Server, T, concurrency, get, raw_bytes, req
+from lib.procs import status_json
 
 THREADS = 3
 
@@ -150,12 +151,12 @@ def test_status_page_html(tmpdir):
 
 def test_allow_list(tmpdir):
     root = root_of(tmpdir)
-    srv = start_with_conf(tmpdir, root, ["status_allow 10.0.0.0/8 2001:db8::/32"])
+    srv = ConfServer(tmpdir, ["root %s" % root, "status_allow 10.0.0.0/8 2001:db8::/32"], root=root)
     for path in ("/server-status", "/server-status?json", "/metrics"):
         assert get(srv, path).status == 403, path
     assert get(srv, "/healthz").status == 200     # health is for everyone
     srv.stop()
-    srv = start_with_conf(tmpdir, root, ["status_allow none"])
+    srv = ConfServer(tmpdir, ["root %s" % root, "status_allow none"], root=root)
     assert get(srv, "/metrics").status == 403
     srv.stop()
     # the default: loopback, IPv4 and IPv6
@@ -177,35 +178,15 @@ def test_site_location_overrides_builtin(tmpdir):
     os.makedirs(os.path.join(root, "metrics"))
     with open(os.path.join(root, "metrics", "index.html"), "w") as f:
         f.write("my own metrics page\n")
-    srv = start_with_conf(tmpdir, root, ["location /metrics {", "    handler static", "}"])
+    srv = ConfServer(tmpdir, ["root %s" % root, "location /metrics {", "    handler static", "}"], root=root)
     r = get(srv, "/metrics/")
     assert r.status == 200 and r.body == b"my own metrics page\n"
     assert get(srv, "/healthz").status == 200
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser"):
-        p = shutil.which(name)
-        if p:
-            return p
-    raise AssertionError("chromium not installed (tools/deps.sh installs Debian's chromium)")
-
-
-def _run_chromium(url, profile, extra):
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--no-first-run", "--disable-crash-reporter", "--user-data-dir=" + profile,
-           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-           "--window-size=1280,1100"] + extra + [url]
-    env = dict(os.environ, HOME=profile)
-    for k in list(env):
-        if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
-            del env[k]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                       timeout=T(90))
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
+# Two runs of a browser, each bounded by its own T(90): on a loaded machine they need more
+# than the default minute between them (scaled for sanitizer builds like the default).
+@pytest.mark.timeout(200)
 def test_status_page_in_headless_chromium(tmpdir):
     srv = Server(root=root_of(tmpdir), threads=THREADS)
     for _ in range(20):
@@ -213,7 +194,7 @@ def test_status_page_in_headless_chromium(tmpdir):
     url = "http://127.0.0.1:%d/server-status" % srv.port
     shot = os.path.join(tmpdir, "server-status.png")
     profile = tempfile.mkdtemp(prefix="chromium-", dir=tmpdir)
-    rc, out, err = _run_chromium(url, profile, ["--screenshot=" + shot])
+    rc, out, err = run_chromium(url, profile, ["--screenshot=" + shot])
     assert rc == 0, "chromium exited %d:\n%s" % (rc, err[-2000:])
     console = [l for l in err.splitlines() if "CONSOLE" in l]
     assert not console, "console messages:\n" + "\n".join(console)
@@ -222,7 +203,7 @@ def test_status_page_in_headless_chromium(tmpdir):
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10000, len(png)
     # The page's script ran and polled ?json more than once.
     profile = tempfile.mkdtemp(prefix="chromium-", dir=tmpdir)
-    rc, dom, err = _run_chromium(url, profile, ["--dump-dom"])
+    rc, dom, err = run_chromium(url, profile, ["--dump-dom"])
     assert rc == 0, err[-2000:]
     console = [l for l in err.splitlines() if "CONSOLE" in l]
     assert not console, "console messages:\n" + "\n".join(console)
@@ -238,8 +219,3 @@ def test_status_page_in_headless_chromium(tmpdir):
     keep = os.environ.get("LFHTTPD_KEEP_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
-
-
-# Two runs of a browser, each bounded by its own T(90): on a loaded machine they need more
-# than the runner's default minute between them.
-test_status_page_in_headless_chromium.timeout = 200
