@@ -10,20 +10,12 @@ message ended by a NUL byte. No websocket library needed; everything stays on lo
 import json
 import os
 import select
-import shutil
 import subprocess
 import tempfile
 import time
 
+from lib.browser import chromium
 from lib.server import T
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser"):
-        p = shutil.which(name)
-        if p:
-            return p
-    raise AssertionError("chromium not installed (tools/deps.sh installs Debian's chromium)")
 
 
 class Browser:
