@@ -23,8 +23,8 @@
 #      drain_delay (not ready, still serving), drains, and the body arrives complete; then
 #      `podman kube down`. What podman 4.3 does not do as a kubelet would is said where it
 #      matters (and in the manifest);
-#   6. a pod (tests/container/swap-pod.yaml) of lfhttpd and a second container sharing an
-#      emptyDir, as with a git-sync sidecar: a swap of its `current` symlink done from inside
+#   6. a pod (tests/container/swap-pod.yaml) of lfhttpd and a second container sharing a
+#      volume, as with a git-sync sidecar: a swap of its `current` symlink done from inside
 #      the second container is followed without a signal.
 # No container engine (podman missing and not installable) is a failure, never a skip.
 # Ends with "N passed, N failed"; exits non-zero if anything failed. Removes the containers,
@@ -476,12 +476,19 @@ kube_cleanup
 flock -u 9
 
 # ---- 6. a git-sync-style swap inside a pod (tests/container/swap-pod.yaml) -------------------
-# lfhttpd and a second container (the base image, standing for a git-sync sidecar) share an
-# emptyDir; the test swaps its `current` symlink from inside the second container.
+# lfhttpd and a second container (the base image, standing for a git-sync sidecar) share a
+# volume holding release 1; the test swaps its `current` symlink from inside the second one.
 SWAP_POD="lfhttpd-swap-$$"
-sed -e "s|POD|$SWAP_POD|" -e "s|IMAGE|$IMAGE|" tests/container/swap-pod.yaml >"$TMP/swap-pod.yaml"
+SWAP_SITE="$TMP/podsite"
+mkdir -p "$SWAP_SITE/releases/1/assets"
+echo "release 1" >"$SWAP_SITE/releases/1/index.html"
+echo "export const release = 1;" >"$SWAP_SITE/releases/1/assets/app.1a2b3c4d.js"
+ln -s releases/1 "$SWAP_SITE/current"
+chmod -R a+rX "$SWAP_SITE"
+sed -e "s|POD|$SWAP_POD|" -e "s|SITE|$SWAP_SITE|" -e "s|IMAGE|$IMAGE|" \
+    tests/container/swap-pod.yaml >"$TMP/swap-pod.yaml"
 if podman kube play "$TMP/swap-pod.yaml" >"$TMP/swap-play.log" 2>&1; then
-    ok "podman kube play of a pod with lfhttpd and a deployer sharing an emptyDir"
+    ok "podman kube play of a pod with lfhttpd and a deployer sharing a volume"
     SWAP_C="$SWAP_POD-lfhttpd"
     SWAP_IP=$(pod_ip "$SWAP_C")
     for i in $(seq 100); do
