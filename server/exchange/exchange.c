@@ -205,6 +205,13 @@ int ex_send_file(struct exchange *ex, struct response *r, int fd, off_t off, siz
     return ex_send_file_ref(ex, r, fd, off, len, NULL, NULL);
 }
 
+void ex_add_location_headers(struct response *r, const struct loc_conf *lc)
+{
+    for (int i = 0; i < lc->nheaders; i++)
+        resp_header(r, lc->headers[i].name, lc->headers[i].name_len, lc->headers[i].value,
+                    lc->headers[i].value_len);
+}
+
 int ex_status_for_errno(int err)
 {
     switch (err) {

@@ -109,6 +109,8 @@ int ex_error(struct exchange *ex, int status);
 /* The status for an errno from opening or reading what a request names (ENOENT 404, EACCES
  * 403, EMFILE 503, ...): the server's one errno-to-HTTP map. */
 int ex_status_for_errno(int err);
+/* The location's `add_header` lines, in their order, into a response head. */
+void ex_add_location_headers(struct response *r, const struct loc_conf *lc);
 
 /* ---- deferring ------------------------------------------------------------------------------ */
 
