@@ -712,8 +712,9 @@ static int rules_check_loop(const struct rules_set *set, uint32_t i, const char 
             return 0;
         for (unsigned k = 0; k < n; k++)
             if (strlen(seen[k]) == plen && memcmp(seen[k], path, plen) == 0) {
-                snprintf(diag->error, sizeof(diag->error), "%s:%u: redirect loop: %s", file,
-                         set->rule[by[k]].line, trail);
+                const struct rules_rule *r = &set->rule[by[k]];
+                snprintf(diag->error, sizeof(diag->error), "%s:%u: redirect loop: %s",
+                         r->file ? r->file : file, r->line, trail);
                 return -1;
             }
         memcpy(seen[n], path, plen);

@@ -95,6 +95,8 @@ struct rules_rule {
     bool keep_query;       /* append the request's query to the target */
     bool absolute;         /* the target is an http(s) URL */
     unsigned line;         /* in its file, for messages */
+    const char *file;      /* its file, when rules of several files share a set (rules_add_*);
+                            * NULL: the set's one file. Not owned: it outlives the load */
     struct pattern from;
     struct rules_names names;
     char *to;              /* target as written (NULL for RULES_HEADERS) */
@@ -143,6 +145,20 @@ struct rules_set *rules_parse_redirects(const char *file, const char *text, size
 struct rules_set *rules_parse_headers(const char *file, const char *text, size_t len,
                                       struct rules_diag *diag);
 void rules_free(struct rules_set *set);
+
+/* Building a set rule by rule, as a configuration's directives write them (each rule with its
+ * own file and line): rules_new, then rules_add_redirect (one `_redirects` line, text) or
+ * rules_add_header (one `_headers` rule of one header: pattern, name, value), then
+ * rules_done, which indexes the set and looks for loops. `file` must outlive rules_done.
+ * Errors and warnings as above ("FILE:LINE: reason"); each returns 0 or -1. A set that failed
+ * is still freed with rules_free. */
+struct rules_set *rules_new(void);
+int rules_add_redirect(struct rules_set *set, const char *file, unsigned line, const char *text,
+                       struct rules_diag *diag);
+int rules_add_header(struct rules_set *set, const char *file, unsigned line,
+                     const char *pattern, const char *name, const char *value,
+                     struct rules_diag *diag);
+int rules_done(struct rules_set *set, struct rules_diag *diag);
 
 /* First matching rule of a `_redirects` set for path/plen (decoded, normalised, starting with
  * '/') and the raw query q/qlen (without '?'; may be NULL). True with *m filled, or false. */
