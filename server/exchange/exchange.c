@@ -18,6 +18,7 @@
 
 #include "exchange/access_log.h"
 #include "exchange/auth_basic.h"
+#include "exchange/ex_rules.h"
 #include "base/carry.h"
 #include "base/fmt.h"
 #include "base/hostport.h"
@@ -92,6 +93,8 @@ static void log_request(const struct exchange *ex)
  * head has one), Connection, and the blank line. */
 static void finish_head(struct exchange *ex, struct response *r, int64_t body_len)
 {
+    if (ex->rules_hdr_len)
+        ex_rules_headers(ex, r); /* after the handler's and add_header's: they may replace them */
     unsigned hsts = ex->rt->cfg.tls_hsts;
     if (ex->tls && hsts) {
         char v[32] = "max-age=";
@@ -265,7 +268,7 @@ struct exchange *ex_defer(struct exchange *ex, void *state)
     struct strview f[6] = { req->method_name, req->target, req->host,
                             HTTP_KNOWN(req, H_REFERER), HTTP_KNOWN(req, H_USER_AGENT),
                             ex->remote_user };
-    size_t total = 0;
+    size_t total = ex->rules_hdr_len;
     for (int i = 0; i < 6; i++)
         total += f[i].len;
     struct ex_deferred *xd = calloc(1, sizeof(*xd) + total + 1);
@@ -280,7 +283,10 @@ struct exchange *ex_defer(struct exchange *ex, void *state)
         *out[i] = f[i].ptr ? (struct strview){ p, f[i].len } : SV_NULL;
         p += f[i].len;
     }
+    if (ex->rules_hdr_len)
+        memcpy(p, ex->rules_hdr, ex->rules_hdr_len); /* the stack's lines are gone after */
     xd->ex = *ex;
+    xd->ex.rules_hdr = p;
     xd->ex.xd = xd;
     xd->ex.state = state;
     xd->ex.remote_user = xd->user;
@@ -670,6 +676,11 @@ static int dispatch(struct exchange *ex, const struct request_ctx *rc,
         return ex_error(ex, 404); /* the admin port answers the built-ins only */
     if ((rc2 = check_limits(ex, lc, rc, held)) != 0)
         return rc2 < 0 ? rc2 : 0;
+    if (lc->rules_on) { /* site rules: may answer, or rewrite ex->path and the location */
+        if ((rc2 = ex_rules_apply(ex, site)) != 0)
+            return rc2 < 0 ? rc2 : 0;
+        lc = ex->loc;
+    }
     if (lc->auth_users &&
         !auth_check(lc->auth_users, HTTP_KNOWN(req, H_AUTHORIZATION), ex->user_buf,
                     sizeof(ex->user_buf), &ex->remote_user))
@@ -692,8 +703,10 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
     const struct http_request *req = rc->req;
     struct runtime *rt = rc->rt;
     char path[EX_PATH_MAX]; /* deliberately not initialised: filled by the router */
+    char rules_hdr[EX_RULES_HDR_MAX]; /* the same: filled by site rules, when some match */
     struct exchange ex = {
         .path = path,
+        .rules_hdr = rules_hdr,
         .sink = s,
         .w = w,
         .srv = rc->srv,

@@ -73,6 +73,10 @@ struct exchange {
     uint8_t mx_vhost;       /* the core's: its metrics labels (metrics.h) */
     uint8_t mx_method;
     uint64_t t0_ns;         /* the core's: when its head had been parsed (mx_now_ns) */
+    char *rules_hdr;        /* header lines of site rules for every response head of this
+                             * request (ex_rules.h): EX_RULES_HDR_MAX bytes of the thread's
+                             * stack, or a deferred exchange's copy */
+    uint16_t rules_hdr_len; /* 0: none (the framing's one branch) */
     size_t path_len;
     char *path;             /* the decoded, normalised request path (NUL-terminated), in a
                              * buffer of EX_PATH_MAX bytes on the processing thread's stack
