@@ -106,6 +106,13 @@ struct rules_rule {
     unsigned nheader;
 };
 
+/* Bit of a key length in a set's filters: one bit per length up to 62, bit 63 for all longer
+ * ones; and the class of a key's byte (eight, by its low bits: a key of the set and a path
+ * must agree on both before a table is hashed into). */
+#define RULES_LEN_BIT(n)        (UINT64_C(1) << ((n) < 63 ? (n) : 63))
+#define RULES_FILTER_CLASSES    8
+#define RULES_FILTER_CLASS(c)   ((unsigned char)(c) & (RULES_FILTER_CLASSES - 1))
+
 struct rules_table;
 
 struct rules_set {
@@ -115,6 +122,15 @@ struct rules_set {
     struct rules_table *exact, *prefix, *bucket;
     uint32_t *wild;         /* dynamic rules without a literal first segment, in order */
     uint32_t nwild;
+    /* Filters that spare most requests the lookups: for the exact and prefix keys, by their
+     * last byte's class (RULES_FILTER_CLASS) the lengths present (RULES_LEN_BIT); the same for
+     * bucket keys by their first byte; prefix_any, every prefix key's length; and the last
+     * bytes the wild rules' paths end with (wild_any: one whose paths may end with anything). */
+    uint64_t exact_f[RULES_FILTER_CLASSES], prefix_f[RULES_FILTER_CLASSES];
+    uint64_t bucket_f[RULES_FILTER_CLASSES];
+    uint64_t prefix_any;
+    uint64_t wild_last[4];
+    bool wild_any;
 };
 
 /* The outcome of a match: the rule and its captures (views into the path, or the query). */
