@@ -122,8 +122,9 @@ static int hdr_rule(struct hdr_block *b, const struct rules_set *set, uint32_t i
 
 /* Every header rule matching the request's path, in order: the configuration's, then the
  * site's `_headers`. Matched on the path the client asked for (a rewrite does not change
- * what a cache stores under that URL). */
-static int collect_headers(struct exchange *ex, const struct loc_conf *lc)
+ * what a cache stores under that URL). Out of line, as follow() is. */
+static __attribute__((noinline)) int collect_headers(struct exchange *ex,
+                                                     const struct loc_conf *lc)
 {
     struct hdr_block b = { ex->rules_hdr, 0, EX_RULES_HDR_MAX };
     uint32_t idx[RULES_MAX_HEADER_RULES];
@@ -299,44 +300,51 @@ static int answered(int rc)
     return rc < 0 ? rc : 1;
 }
 
-/* Follow the redirect rules from ex->loc: answer (1, or -errno), or leave ex->path and
- * ex->loc rewritten (0). */
-static int follow(struct exchange *ex, const struct site *site)
+/* Go on from rule m of set, the first that matched: answer (1, or -errno), or leave ex->path
+ * and ex->loc rewritten (0). Out of line: its buffers stay off the stack of the requests that
+ * no rule matches. */
+static __attribute__((noinline)) int follow(struct exchange *ex, const struct site *site,
+                                            const struct rules_set *set, struct rules_match *m)
 {
     const struct loc_conf *lc = ex->loc;
     const char *q = ex->req->query.ptr;
     size_t qlen = ex->req->query.len;
     char qbuf[RULES_MAX_EXPANDED];
-    const struct rules_set *by = NULL;
-    uint32_t by_rule = 0;
-    struct rules_match m;
 
-    for (unsigned rewrites = 0; lc->rules_on;) {
-        const struct rules_set *set = find_rule(ex, lc, q, qlen, &m);
-        /* None, or the rule that rewrote to here: its target falls under its own pattern. */
-        if (!set || (set == by && m.rule == by_rule))
-            break;
-        const struct rules_rule *r = &set->rule[m.rule];
+    for (unsigned rewrites = 0;; rewrites++) {
+        const struct rules_rule *r = &set->rule[m->rule];
         if (r->kind == RULES_REDIRECT)
-            return answered(send_redirect(ex, set, &m, q, qlen));
+            return answered(send_redirect(ex, set, m, q, qlen));
         if (r->kind == RULES_STATUS)
-            return answered(send_status(ex, site, set, &m, q, qlen));
+            return answered(send_status(ex, site, set, m, q, qlen));
         if (rewrites == RULES_MAX_CHAIN) {
             log_error("site rules: %s:%u: more than %d rewrites for %.*s: answered 500",
                       r->file ? r->file : "_redirects", r->line, RULES_MAX_CHAIN,
                       (int)ex->req->path.len, ex->req->path.ptr);
             return answered(ex_error(ex, 500));
         }
-        int rc = rewrite(ex, set, &m, qbuf, &q, &qlen);
+        int rc = rewrite(ex, set, m, qbuf, &q, &qlen);
         if (rc < 0)
-            return answered(expand_failed(ex, set, &m, rc));
+            return answered(expand_failed(ex, set, m, rc));
         lc = site_location(site, (struct strview){ ex->path, ex->path_len });
-        by = set;
-        by_rule = m.rule;
-        rewrites++;
+        const struct rules_set *by = set;
+        uint32_t by_rule = m->rule;
+        /* None, or the rule that rewrote to here: its target falls under its own pattern. */
+        if (!lc->rules_on || !(set = find_rule(ex, lc, q, qlen, m)) ||
+            (set == by && m->rule == by_rule))
+            break;
     }
     ex->loc = lc;
     return 0;
+}
+
+/* A rule matched the request: the first that applies (shadowing), and on from it. */
+static __attribute__((noinline)) int follow_first(struct exchange *ex, const struct site *site)
+{
+    struct rules_match m;
+    const struct rules_set *set = find_rule(ex, ex->loc, ex->req->query.ptr,
+                                            ex->req->query.len, &m);
+    return set ? follow(ex, site, set, &m) : 0;
 }
 
 /* "/_redirects" or "/_headers" (sizeof counts the NUL where the path has its '/'). */
@@ -362,7 +370,11 @@ int ex_rules_apply(struct exchange *ex, const struct site *site)
         ex->rules_hdr_len = 0;
         return answered(ex_error(ex, rc == -ENAMETOOLONG ? 500 : 400));
     }
-    if (!lc->rules.redirects[0] && !lc->rules.redirects[1])
-        return 0;
-    return follow(ex, site);
+    /* Most requests match no rule: asked plainly first, the shadowing and the rest after. */
+    struct rules_match m;
+    struct strview q = ex->req->query;
+    for (int s = 0; s < 2; s++)
+        if (rules_match(lc->rules.redirects[s], ex->path, ex->path_len, q.ptr, q.len, 0, &m))
+            return follow_first(ex, site);
+    return 0;
 }
