@@ -12,7 +12,7 @@
 #include "conf/handler_conf.h"
 #include "exchange/handler.h"
 #include "conf/runtime.h"
-#include "daemon/server.h"
+#include "exchange/server_view.h"
 #include "static/static_conf.h"
 
 static const struct handler_ops *const registry[] = {
@@ -73,7 +73,7 @@ static int slot_of(const struct handler_ops *ops)
 void *handler_process_state(struct server *srv, const struct handler_ops *ops)
 {
     int i = slot_of(ops);
-    return i < 0 ? NULL : atomic_load_explicit(&srv->handler_state[i], memory_order_acquire);
+    return i < 0 ? NULL : atomic_load_explicit(server_handler_state(srv, (unsigned)i), memory_order_acquire);
 }
 
 void *handler_generation_state(const struct runtime *rt, const struct handler_ops *ops)
@@ -88,7 +88,7 @@ int handlers_generation_init(struct server *srv, struct runtime *rt)
         if (!registry[i]->generation_init)
             continue;
         char err[256] = "out of memory";
-        struct handler_env env = { srv, rt, &srv->handler_state[i], NULL };
+        struct handler_env env = { srv, rt, server_handler_state(srv, (unsigned)i), NULL };
         rt->handler_free[i] = registry[i]->generation_free; /* also what a failure left */
         if (registry[i]->generation_init(&env, &rt->handler_state[i], err, sizeof(err)) < 0) {
             fprintf(stderr, "%s\n", err);
@@ -102,14 +102,14 @@ void handlers_stats(struct server *srv, const struct runtime *rt, struct stats_w
 {
     for (unsigned i = 0; i < NTYPES; i++)
         if (registry[i]->stats)
-            registry[i]->stats(atomic_load_explicit(&srv->handler_state[i], memory_order_acquire),
+            registry[i]->stats(atomic_load_explicit(server_handler_state(srv, (unsigned)i), memory_order_acquire),
                                rt->handler_state[i], rt, w);
 }
 
 void handlers_stop(struct server *srv)
 {
     for (unsigned i = 0; i < NTYPES; i++) {
-        void *state = atomic_load(&srv->handler_state[i]);
+        void *state = atomic_load(server_handler_state(srv, (unsigned)i));
         if (state && registry[i]->stop)
             registry[i]->stop(state);
     }
@@ -118,7 +118,7 @@ void handlers_stop(struct server *srv)
 void handlers_release(struct server *srv)
 {
     for (unsigned i = 0; i < NTYPES; i++) {
-        void *state = atomic_exchange(&srv->handler_state[i], NULL);
+        void *state = atomic_exchange(server_handler_state(srv, (unsigned)i), NULL);
         if (state && registry[i]->release)
             registry[i]->release(state);
     }

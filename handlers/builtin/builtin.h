@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/server.h"
+#include "exchange/server_view.h"
 
 struct exchange;
 struct response;

@@ -425,7 +425,8 @@ static int on_timer(struct exchange *ex, struct ex_watch *w, uint32_t events)
 
 /* ---- watching a started script (on the spawner) ---------------------------------------------- */
 
-int cgi_job_watch(struct cgi_job *job, int in, int out, int err)
+/* job->watch: see cgi_job.h. */
+static int job_watch(struct cgi_job *job, int in, int out, int err)
 {
     struct exchange *ex = job->ex;
     int pidfd = (int)syscall(SYS_pidfd_open, job->pid, 0);
@@ -574,6 +575,7 @@ static struct cgi_job *job_new(struct cgi *cg, const struct exchange *ex, const 
         return NULL;
     }
     job->g = cg->g;
+    job->watch = job_watch;
     for (int k = 0; k < W_COUNT; k++)
         job->w[k].fd = -1;
     job->body_fd = job->stdin_src = -1;

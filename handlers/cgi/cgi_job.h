@@ -70,6 +70,11 @@ struct cgi_job {
     struct cgi_job *next;           /* the spawner's queue */
 
     /* Until the script starts (on a spawner thread). */
+    /* Once it has started, on the spawner: watch its pipe ends (`in` -1 when stdin is not a
+     * pipe), its exit and its time limit through the exchange. The exchange's side sets it
+     * (cgi.c: cgi_job_watch), so that the spawner needs nothing of that side. Returns 0, or
+     * 503 (then nothing is left watched and the script is reaped). */
+    int (*watch)(struct cgi_job *job, int in, int out, int err);
     struct cgi_env env;
     int script_fd, dir_fd;          /* dir_fd: of the script (the instance's when it is theirs) */
     bool own_dir_fd;
@@ -109,12 +114,5 @@ void cgi_hand_over(struct cgi_job *job);
 /* Hand a killed script to the spawner for its reaping (a blocking wait), or reap it here when
  * there is no spawner any more (at exit). */
 void cgi_reap_later(struct cgi_global *g, pid_t pid);
-
-/* ---- cgi.c ----------------------------------------------------------------------------------- */
-
-/* On the spawner, the script started: watch its pipe ends (`in` -1 when stdin is not a pipe),
- * its exit and its time limit through the exchange. Returns 0, or 503 (then nothing is left
- * watched and the script is reaped). */
-int cgi_job_watch(struct cgi_job *job, int in, int out, int err);
 
 #endif

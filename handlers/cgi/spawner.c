@@ -135,7 +135,7 @@ static int spawn_script(struct cgi_job *job, int stdin_fd, int out_fd, int err_f
     return rc;
 }
 
-/* Start the script and watch what it gives back (cgi_job_watch). Returns 0 or an HTTP
+/* Start the script and watch what it gives back (job->watch). Returns 0 or an HTTP
  * status. */
 static int job_spawn(struct cgi_job *job)
 {
@@ -162,7 +162,7 @@ static int job_spawn(struct cgi_job *job)
         return rc == EAGAIN || rc == ENOMEM || rc == EMFILE || rc == ENFILE ? 503 : 500;
     }
     atomic_fetch_add_explicit(&job->g->started, 1, memory_order_relaxed);
-    return cgi_job_watch(job, in[1], out[0], err[0]);
+    return job->watch(job, in[1], out[0], err[0]);
 }
 
 /* On a spawner thread, which holds the exchange: start the script, then give the exchange back

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#define CLOCK_MS_PER_S 1000
 #define CLOCK_NS_PER_US 1000
 #define CLOCK_NS_PER_MS 1000000
 #define CLOCK_NS_PER_S UINT64_C(1000000000)

@@ -42,15 +42,4 @@ bool netaddr_parse(const char *s, size_t len, struct in6_addr *out);
 /* Format an address: IPv4-mapped ones as dotted quads. Returns the length (buf >= 46 bytes). */
 size_t netaddr_format(const struct in6_addr *a, char *buf, size_t cap);
 
-struct http_request;
-
-/* The client of a request: `peer`, unless `peer` is a trusted proxy, in which case the
- * configured header — X-Forwarded-For, or Forwarded (RFC 7239) when `forwarded` — is walked
- * from right to left and the first address that is not itself a trusted proxy is taken. Only
- * one header is ever believed: the other may have been sent by the client itself. Malformed
- * entries stop the walk (the last address vouched for by a trusted hop is used). */
-void netaddr_real_client(const struct cidr_list *trusted, bool forwarded,
-                         const struct in6_addr *peer, const struct http_request *req,
-                         struct in6_addr *out);
-
 #endif

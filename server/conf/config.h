@@ -14,29 +14,12 @@
 
 #include "base/netaddr.h"
 #include "conf/site.h"
+#include "http/http_parser.h"
+#include "net/listen.h"
+#include "net/tls.h"
 
 #define CONFIG_MAX_LISTEN 16
-#define CONFIG_MAX_CERTS 16
-
-struct listen_addr {
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    char text[80];          /* as given, for messages */
-    bool proxy_protocol;    /* connections start with a PROXY protocol header */
-    bool tls;               /* a TLS listener (tls_listen / --tls-listen) */
-    bool admin;             /* admin_listen: the built-ins only (health, status, metrics) */
-    unsigned line;          /* line in config_file it came from; 0: the command line */
-    char fdname[64];        /* `systemd:NAME`: the sockets systemd passed under that name
-                               (systemd.h); ss is then unset */
-};
-
-/* One certificate for the TLS listeners (tls_certificate / --cert + --key). */
-struct tls_cert_conf {
-    char cert[PATH_MAX];    /* PEM: the certificate, then its chain (intermediates) */
-    char key[PATH_MAX];     /* PEM private key, possibly encrypted (tls_passphrase_file) */
-    char names[512];        /* SNI names, space-separated; empty: the certificate's own names */
-    unsigned line;          /* line in config_file it came from; 0: the command line */
-};
+#define CONFIG_MAX_CERTS TLS_MAX_CERTS
 
 struct config {
     struct listen_addr listen[CONFIG_MAX_LISTEN];
@@ -60,11 +43,9 @@ struct config {
     size_t tcp_notsent_lowat;   /* unsent bytes a socket holds before it stops taking more;
                                    0: the kernel's setting (net.ipv4.tcp_notsent_lowat) */
 
-    /* Limits (nginx-like defaults). */
-    size_t max_head_size;   /* request line + headers, bytes -> 431 */
-    unsigned max_headers;   /* -> 431 */
-    size_t max_uri_length;  /* -> 414 */
-    uint64_t max_body_size; /* -> 413 */
+    /* Request limits (nginx-like defaults), as the parser takes them: max_head_size,
+     * max_headers, max_uri_length and max_body_size set them directly. */
+    struct http_limits http;
     unsigned max_connections;
 
     /* Per-client limits (client_limits.c). The top level's limit_conn_per_ip counts connections;
@@ -127,7 +108,15 @@ enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK, CONFIG_ERROR };
 /* Fill `cfg` from the command line (and the file named by --config). Prints usage, version or
  * the error line itself; the caller exits 0 for CONFIG_EXIT_OK and 2 for CONFIG_ERROR. */
 enum config_result config_from_args(struct config *cfg, int argc, char **argv);
+/* What the TLS context is built from (tls_ctx_create): views into `cfg`, valid as long as it. */
+void config_tls_settings(const struct config *cfg, struct tls_settings *out);
 
+/* The built-in defaults (loader.c starts from them). Returns 0, or -1 when out of memory
+ * (message printed). */
+int config_defaults(struct config *cfg);
+/* Drop the plain (tls false) or TLS listeners given so far: the file's first `listen`
+ * replaces the default one, the command line's replace the file's. */
+void config_drop_listeners(struct config *cfg, bool tls);
 /* Free what config_from_args allocated. */
 void config_free(struct config *cfg);
 /* Does the configuration have a TLS listener? */

@@ -604,13 +604,13 @@ static const struct directive directive_table[] = {
     { "mime_types", IN_TOP, ONE, d_path, TOP(mime_file), 0, 0, 0, 0 },
     /* process-wide: limits, the open-file cache, timeouts */
     { "max_request_head", IN_TOP, ONE, directive_number,
-      NUM(TOP(max_head_size), F_SIZE, U_SIZE, 1024, 64 * 1024) },
+      NUM(TOP(http.max_head_size), F_SIZE, U_SIZE, 1024, 64 * 1024) },
     { "max_headers", IN_TOP, ONE, directive_number,
-      NUM(TOP(max_headers), F_UNSIGNED, U_COUNT, 1, 1000) },
+      NUM(TOP(http.max_headers), F_UNSIGNED, U_COUNT, 1, 1000) },
     { "max_uri_length", IN_TOP, ONE, directive_number,
-      NUM(TOP(max_uri_length), F_SIZE, U_SIZE, 64, 1024 * 1024) },
+      NUM(TOP(http.max_uri_length), F_SIZE, U_SIZE, 64, 1024 * 1024) },
     { "max_body_size", IN_TOP, ONE, directive_number,
-      NUM(TOP(max_body_size), F_U64, U_SIZE, 0, UINT64_C(1) << 40) },
+      NUM(TOP(http.max_body_size), F_U64, U_SIZE, 0, UINT64_C(1) << 40) },
     { "max_connections", IN_TOP, ONE, directive_number,
       NUM(TOP(max_connections), F_UNSIGNED, U_COUNT, 1, 1000000) },
     /* per-client limits (client_limits.c): the table and the allow-list are process-wide;

@@ -1,54 +1,10 @@
-/* runtime.c — a configuration generation's references and its teardown; see runtime.h. */
+/* runtime.c — a configuration generation's references; see runtime.h. Its teardown is the
+ * builder's (runtime_build sets rt->destroy), which knows what it put into the runtime. */
 #include "conf/runtime.h"
-
-#include <stdlib.h>
-#include <unistd.h>
-
-#include "exchange/access_log.h"
-#include "exchange/auth_basic.h"
-#include "exchange/handler.h"
-#include "conf/site.h"
-#include "net/tls.h"
-
-static void destroy_location(struct loc_conf *lc, struct site_set *ss)
-{
-    auth_free(lc->auth_users);
-    lc->auth_users = NULL;
-    if (lc->instance && lc->ops->destroy)
-        lc->ops->destroy(lc->instance);
-    lc->instance = NULL;
-    if (lc->root_fd >= 0) {
-        int fd = lc->root_fd;
-        close(fd);
-        /* others sharing it must not close it again */
-        for (unsigned i = 0; i < ss->nsites; i++) {
-            struct site *s = &ss->sites[i];
-            if (s->base.root_fd == fd)
-                s->base.root_fd = -1;
-            for (unsigned j = 0; j < s->nlocs; j++)
-                if (s->locs[j].root_fd == fd)
-                    s->locs[j].root_fd = -1;
-        }
-    }
-}
 
 void runtime_free(struct runtime *rt)
 {
-    struct site_set *ss = &rt->cfg.sites;
-    for (unsigned i = 0; i < ss->nsites; i++) {
-        struct site *s = &ss->sites[i];
-        destroy_location(&s->base, ss);
-        for (unsigned j = 0; j < s->nlocs; j++)
-            destroy_location(&s->locs[j], ss);
-    }
-    for (unsigned i = 0; i < HANDLER_TYPES_MAX; i++)
-        if (rt->handler_state[i] && rt->handler_free[i])
-            rt->handler_free[i](rt->handler_state[i]);
-    if (rt->tls)
-        tls_ctx_unref(rt->tls); /* connections hold their own references */
-    access_log_close(rt);
-    config_free(&rt->cfg);
-    free(rt);
+    rt->destroy(rt);
 }
 
 void runtime_ref(struct runtime *rt)
@@ -60,4 +16,33 @@ void runtime_unref(struct runtime *rt)
 {
     if (rt && atomic_fetch_sub_explicit(&rt->refs, 1, memory_order_acq_rel) == 1)
         runtime_free(rt);
+}
+
+void runtime_slot_init(struct runtime_slot *s)
+{
+    atomic_init(&s->rt, NULL);
+    pthread_mutex_init(&s->lock, NULL);
+}
+
+void runtime_slot_destroy(struct runtime_slot *s)
+{
+    runtime_unref(atomic_exchange(&s->rt, NULL));
+    pthread_mutex_destroy(&s->lock);
+}
+
+struct runtime *runtime_current(struct runtime_slot *s)
+{
+    pthread_mutex_lock(&s->lock);
+    struct runtime *rt = atomic_load_explicit(&s->rt, memory_order_acquire);
+    runtime_ref(rt);
+    pthread_mutex_unlock(&s->lock);
+    return rt;
+}
+
+void runtime_publish(struct runtime_slot *s, struct runtime *rt)
+{
+    pthread_mutex_lock(&s->lock);
+    struct runtime *old = atomic_exchange_explicit(&s->rt, rt, memory_order_acq_rel);
+    pthread_mutex_unlock(&s->lock);
+    runtime_unref(old);
 }

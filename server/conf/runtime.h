@@ -13,6 +13,7 @@
 #ifndef LF_RUNTIME_H
 #define LF_RUNTIME_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "conf/config.h"
@@ -35,14 +36,17 @@ struct runtime {
     struct limit_table *limits;
     /* The location's own error page for `status`, when a handler type provides them (the
      * static one): 0 when sent, -ENOENT when there is none, or -errno (connection failed). */
-    int (*error_page)(struct exchange *ex, int status);
+    int (*serve_error_page)(struct exchange *ex, int status);
     /* The filter of streamed response bodies, when a handler type provides one (the static
      * one's dynamic compression, exchange.h), or NULL. */
     const struct ex_filter_ops *stream_filter;
-    /* Handler types' state for this generation, and how each is freed (handler.h): one slot
-     * per type (HANDLER_TYPES_MAX, handler_conf.h). */
+    /* Handler types' state for this generation, and how each is freed (handler.h). */
     void *handler_state[HANDLER_TYPES_MAX];
     void (*handler_free[HANDLER_TYPES_MAX])(void *state);
+    /* Frees the runtime and what it holds: set by its builder (runtime_build), which knows
+     * what that is (handler instances, user files, TLS contexts, the access log), so that
+     * this layer needs to know none of it. */
+    void (*destroy)(struct runtime *rt);
 };
 
 /* Build a runtime from `cfg` (whose allocations it takes over, even on failure). Opens roots,
@@ -51,8 +55,20 @@ struct runtime {
 struct server;
 struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned generation);
 void runtime_ref(struct runtime *rt);
+
+/* The current generation: the one a reload publishes and the next request takes. */
+struct runtime_slot {
+    _Atomic(struct runtime *) rt;
+    pthread_mutex_t lock;        /* serialises taking a reference with publishing a new one */
+};
+void runtime_slot_init(struct runtime_slot *s);
+void runtime_slot_destroy(struct runtime_slot *s); /* drops the slot's reference */
+/* A reference to the current runtime (the caller must runtime_unref it). */
+struct runtime *runtime_current(struct runtime_slot *s);
+/* Publish `rt`, taking over the caller's reference; drops the previous runtime's. */
+void runtime_publish(struct runtime_slot *s, struct runtime *rt);
 void runtime_unref(struct runtime *rt);
-/* Free a runtime whose last reference is gone (or that failed to build). */
+/* Free a runtime whose last reference is gone (or that failed to build): rt->destroy. */
 void runtime_free(struct runtime *rt);
 
 #endif

@@ -1,7 +1,6 @@
 /* acceptor.c — accepting connections inside the Leader/Followers pool; see acceptor.h. */
 #include "conn/acceptor.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -13,8 +12,8 @@
 #include <unistd.h>
 
 #include "conn/connection.h"
+#include "lf/handle_set.h"
 #include "log/log.h"
-#include "daemon/server.h"
 
 #define ACCEPT_BATCH 32
 
@@ -53,74 +52,30 @@ static inline void shortage_ends(const char *url)
 static void acceptor_on_event(struct event_handler *eh, uint32_t events, struct worker *w);
 static const struct event_handler_ops acceptor_ops = { .handle_event = acceptor_on_event };
 
-/* l->url from the socket's bound address ("https://[::1]:8443"). */
-static void set_url(struct listener *l, int fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    memset(&ss, 0, sizeof(ss));
-    getsockname(fd, (struct sockaddr *)&ss, &len);
-    const char *scheme = l->addr.tls ? "https" : "http";
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
-        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-        port = ntohs(s6->sin6_port);
-        snprintf(l->url, sizeof(l->url), "%s://[%s]:%u", scheme, host, port);
-    } else {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
-        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-        port = ntohs(s4->sin_port);
-        snprintf(l->url, sizeof(l->url), "%s://%s:%u", scheme, host, port);
-    }
-}
-
-int acceptor_open(struct server *srv, struct listener *l, bool reuseport,
+int acceptor_open(struct conn_list *conns, struct listener *l, bool reuseport,
                   const struct sockaddr_storage *bind_to)
 {
-    const struct listen_addr *la = &l->addr;
-    int fd = socket(la->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        fprintf(stderr, "lfhttpd: listen %s: socket: %s\n", la->text, strerror(errno));
+    int fd = listen_open(&l->addr, reuseport, bind_to);
+    if (fd < 0)
         return -1;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (la->ss.ss_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
-        fprintf(stderr, "lfhttpd: listen %s: SO_REUSEPORT: %s\n", la->text, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    if (bind(fd, (const struct sockaddr *)(bind_to ? bind_to : &la->ss), la->sslen) < 0 ||
-        listen(fd, 4096) < 0) {
-        fprintf(stderr, "lfhttpd: listen %s: %s\n", la->text, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    /* Wake only when the client has sent something (its request or TLS hello). */
-    int defer = 10;
-    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer));
-    set_url(l, fd);
+    listen_url(fd, l->addr.tls, l->url, sizeof(l->url));
     l->eh.fd = fd;
     l->eh.ops = &acceptor_ops;
-    l->srv = srv;
+    l->conns = conns;
     return 0;
 }
 
-int acceptor_adopt(struct server *srv, struct listener *l, int fd)
+int acceptor_adopt(struct conn_list *conns, struct listener *l, int fd)
 {
     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (copy < 0) {
         fprintf(stderr, "lfhttpd: listen %s: %s\n", l->addr.text, strerror(errno));
         return -1;
     }
-    set_url(l, copy);
+    listen_url(copy, l->addr.tls, l->url, sizeof(l->url));
     l->eh.fd = copy;
     l->eh.ops = &acceptor_ops;
-    l->srv = srv;
+    l->conns = conns;
     l->inherited = true;
     return 0;
 }
@@ -138,9 +93,10 @@ int acceptor_start(struct listener *l)
 
 void acceptor_resume(struct listener *l)
 {
-    struct server *srv = l->srv;
-    if (atomic_load_explicit(&srv->draining, memory_order_acquire) ||
-        atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed))
+    struct conn_list *cl = l->conns;
+    if (atomic_load_explicit(&cl->draining, memory_order_acquire) ||
+        atomic_load_explicit(&cl->open, memory_order_relaxed) >=
+            atomic_load_explicit(&cl->max, memory_order_relaxed))
         return;
     int expected = 1;
     if (!atomic_compare_exchange_strong(&l->paused, &expected, 0))
@@ -155,14 +111,15 @@ void acceptor_resume(struct listener *l)
  * the others go to the handle set. Returns whether the listener is to be re-armed. */
 static bool accept_batch(struct listener *l, struct worker *w, struct conn **held)
 {
-    struct server *srv = l->srv;
+    struct conn_list *cl = l->conns;
     if (atomic_load_explicit(&l->closed, memory_order_relaxed))
         return false; /* removed by a reload (edge mode: an event from before): leave it */
     int i;
     for (i = 0; i < ACCEPT_BATCH; i++) {
-        if (atomic_load_explicit(&srv->draining, memory_order_acquire))
+        if (atomic_load_explicit(&cl->draining, memory_order_acquire))
             return false; /* stop accepting: leave the listener disarmed */
-        if (atomic_load_explicit(&srv->nconns, memory_order_relaxed) >= atomic_load_explicit(&srv->max_connections, memory_order_relaxed)) {
+        if (atomic_load_explicit(&cl->open, memory_order_relaxed) >=
+            atomic_load_explicit(&cl->max, memory_order_relaxed)) {
             /* At the limit: pause; the next connection to close re-arms us. */
             atomic_store(&l->paused, 1);
             acceptor_resume(l); /* in case every connection closed meanwhile */
@@ -188,9 +145,9 @@ static bool accept_batch(struct listener *l, struct worker *w, struct conn **hel
             log_error("accept on %s: %s", l->url, strerror(err));
             break;
         }
-        atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&cl->open, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->stats.accepted, 1, memory_order_relaxed);
-        if (conn_create(srv, l, fd, &peer, w, *held ? NULL : held) == -ENOMEM) {
+        if (conn_create(l, fd, &peer, w, *held ? NULL : held) == -ENOMEM) {
             /* No memory for the connection (it got a 503 if it could): a shortage like one of
              * descriptors, retried on the timer tick. */
             shortage_begins(l->url, "out of memory for a new connection", "memory frees up");

@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "base/carry.h"
+#include "base/clock.h"
+#include "conn/acceptor.h"
 #include "conn/client_limits.h"
 #include "lf/handle_set.h"
 #include "lf/handle_set_edge.h"
@@ -35,8 +37,8 @@
 #include "base/netaddr.h"
 #include "http/proxy_protocol.h"
 #include "conf/runtime.h"
-#include "daemon/server.h"
 #include "lf/thread_pool.h"
+#include "lf/timer.h"
 #include "conn/transport.h"
 
 #define READ_BUF_SIZE (64 * 1024)      /* the processing thread's request buffer */
@@ -81,9 +83,9 @@ static void conn_teardown(struct conn *c);
 static void conn_next(struct conn *c, struct worker *w);
 static void step_read(struct conn *c, struct worker *w);
 
-static inline struct server *conn_srv(const struct conn *c)
+static inline struct conn_list *conn_list_of(const struct conn *c)
 {
-    return c->listener->srv;
+    return c->listener->conns;
 }
 
 /* Edge mode (handle_set.h): the connection stops before its socket is drained of `events`. */
@@ -94,7 +96,7 @@ static inline void conn_more(struct conn *c, uint32_t events)
 
 static inline const struct exchange_layer *layer(const struct conn *c)
 {
-    return c->listener->srv->layer;
+    return c->listener->conns->layer;
 }
 
 static inline struct conn *conn_of(const struct sink *s)
@@ -110,7 +112,7 @@ static inline bool sending(const struct conn *c)
 
 static inline bool draining(const struct conn *c)
 {
-    return atomic_load_explicit(&conn_srv(c)->draining, memory_order_relaxed);
+    return atomic_load_explicit(&conn_list_of(c)->draining, memory_order_relaxed);
 }
 
 static inline void set_state(struct conn *c, enum conn_state st)
@@ -165,20 +167,21 @@ static void refuse_connection(struct conn *c, struct worker *w, bool tls)
     layer(c)->error(&c->sink, w, &rc, 429);
 }
 
-int conn_create(struct server *srv, const struct listener *l, int fd,
-                const struct sockaddr_storage *peer, struct worker *w, struct conn **held)
+int conn_create(const struct listener *l, int fd, const struct sockaddr_storage *peer,
+                struct worker *w, struct conn **held)
 {
+    struct conn_list *cl = l->conns;
     struct conn *c = calloc(1, sizeof(*c));
     if (!c) {
         refuse_raw(l, fd);
         close(fd);
-        server_conn_closed(srv); /* the acceptor counted it */
+        conn_list_closed(cl); /* the acceptor counted it */
         return -ENOMEM;
     }
     c->eh.fd = fd;
     c->eh.ops = &conn_ops;
     c->sink.ops = &conn_sink_ops;
-    c->rt = server_runtime(srv);
+    c->rt = runtime_current(&cl->current);
     c->tp = &transport_plain;
     c->listener = l;
     c->file_fd = -1;
@@ -199,29 +202,28 @@ int conn_create(struct server *srv, const struct listener *l, int fd,
         limits_connection_open(c->rt, &c->peer_addr, &c->limit_conn, &c->limit_at_request) < 0) {
         refuse_connection(c, w, l->addr.tls);
         conn_free_stopped(c);
-        server_conn_closed(srv);
+        conn_list_closed(cl);
         return -EBUSY;
     }
     if (l->addr.tls && transport_tls_attach(c, c->rt->tls) < 0) {
         conn_free_stopped(c); /* gives back the slot limits_connection_open took */
-        server_conn_closed(srv);
+        conn_list_closed(cl);
         return -ENOMEM;
     }
     /* TCP_NODELAY comes from the listener (acceptor_tune). */
     if (hs_edge(l->hs))
         c->tp_flags |= TP_EDGE;
-    pthread_mutex_lock(&srv->conns_lock);
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
-    pthread_mutex_unlock(&srv->conns_lock);
+    pthread_mutex_lock(&cl->lock);
+    c->next = cl->head;
+    if (cl->head)
+        cl->head->prev = c;
+    cl->head = c;
+    pthread_mutex_unlock(&cl->lock);
 
     const struct config *cfg = &c->rt->cfg;
     bool tls_first = c->tp_flags & TP_HANDSHAKING;
-    atomic_store_explicit(&c->deadline,
-                          now_ms() + (tls_first ? cfg->timeout_handshake : cfg->timeout_header),
-                          memory_order_relaxed);
+    unsigned first_wait = tls_first ? cfg->timeout_handshake : cfg->timeout_header;
+    atomic_store_explicit(&c->deadline, clock_now_ms() + first_wait, memory_order_relaxed);
     if (held) {
         *held = c; /* CONN_OWNED (calloc): the sweep keeps off; its first park registers it */
         return 0;
@@ -282,20 +284,20 @@ static void watch_set_close(struct conn *c)
 
 static void conn_close(struct conn *c)
 {
-    struct server *srv = conn_srv(c);
+    struct conn_list *cl = conn_list_of(c);
     /* Unlink first: once the sweep can no longer see us, the fd may be closed safely. */
-    pthread_mutex_lock(&srv->conns_lock);
+    pthread_mutex_lock(&cl->lock);
     if (c->prev)
         c->prev->next = c->next;
     else
-        srv->conns = c->next;
+        cl->head = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    pthread_mutex_unlock(&srv->conns_lock);
+    pthread_mutex_unlock(&cl->lock);
     conn_teardown(c);
     /* Edge mode: another thread may still hold an event for it (thread_pool.h). */
-    tp_retire(&srv->pool, &c->retired);
-    server_conn_closed(srv);
+    tp_retire(cl->pool, &c->retired);
+    conn_list_closed(cl);
 }
 
 static void conn_free_retired(struct tp_retired *r)
@@ -400,7 +402,7 @@ static int64_t body_deadline(const struct conn *c)
 static void body_begins(struct conn *c)
 {
     c->in_body = true;
-    c->phase_start = now_ms();
+    c->phase_start = clock_now_ms();
 }
 
 /* The connection needs more request bytes and has `have` of an unfinished head. */
@@ -412,7 +414,7 @@ static void park_reading(struct conn *c, size_t have)
     } else if (have > 0) {
         /* A head has begun: its time counts from the read that brought its first byte. */
         if (atomic_load_explicit(&c->state, memory_order_relaxed) != CS_HEAD)
-            c->phase_start = now_ms();
+            c->phase_start = clock_now_ms();
         conn_park(c, CS_HEAD, EPOLLIN,
                   read_deadline(c->phase_start, have, cfg->timeout_header,
                                 cfg->timeout_header_max, cfg->timeout_header_min_rate));
@@ -421,14 +423,14 @@ static void park_reading(struct conn *c, size_t have)
         conn_park(c, CS_IDLE, EPOLLIN, DEADLINE_KEEP);
     } else {
         conn_park(c, CS_IDLE, EPOLLIN,
-                  now_ms() + (c->requests ? cfg->timeout_keepalive : cfg->timeout_header));
+                  clock_now_ms() + (c->requests ? cfg->timeout_keepalive : cfg->timeout_header));
     }
 }
 
-void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
+void conn_sweep(struct conn_list *cl, int64_t now, bool idle_too, bool all)
 {
-    pthread_mutex_lock(&srv->conns_lock);
-    for (struct conn *c = srv->conns; c; c = c->next) {
+    pthread_mutex_lock(&cl->lock);
+    for (struct conn *c = cl->head; c; c = c->next) {
         uint8_t a = atomic_load_explicit(&c->armed, memory_order_acquire);
         if (a != CONN_PARKED)
             continue; /* owned: its owner re-arms it with a fresh deadline */
@@ -448,10 +450,13 @@ void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all)
             atomic_compare_exchange_strong(&c->armed, &a, CONN_KILLED))
             shutdown(c->eh.fd, SHUT_RDWR);
     }
-    pthread_mutex_unlock(&srv->conns_lock);
+    pthread_mutex_unlock(&cl->lock);
 }
 
-unsigned conn_gauges(struct server *srv, unsigned counts[])
+const char *const gauge_conn_names[GAUGE_CONN_KINDS] = { "reading", "writing", "idle",
+                                                        "handler", "closing", "active" };
+
+unsigned conn_gauges(struct conn_list *cl, unsigned counts[])
 {
     static const uint8_t kind[CS_STATES] = {
         [CS_IDLE] = GAUGE_IDLE,         [CS_HEAD] = GAUGE_READING,
@@ -459,8 +464,8 @@ unsigned conn_gauges(struct server *srv, unsigned counts[])
         [CS_EXCHANGE] = GAUGE_HANDLER,  [CS_LINGERING] = GAUGE_CLOSING,
     };
     unsigned n = 0;
-    pthread_mutex_lock(&srv->conns_lock);
-    for (struct conn *c = srv->conns; c; c = c->next, n++) {
+    pthread_mutex_lock(&cl->lock);
+    for (struct conn *c = cl->head; c; c = c->next, n++) {
         uint8_t a = atomic_load_explicit(&c->armed, memory_order_relaxed);
         uint8_t st = atomic_load_explicit(&c->state, memory_order_relaxed);
         if (a == CONN_KILLED)
@@ -470,8 +475,43 @@ unsigned conn_gauges(struct server *srv, unsigned counts[])
         else
             counts[kind[st < CS_STATES ? st : CS_IDLE]]++;
     }
-    pthread_mutex_unlock(&srv->conns_lock);
+    pthread_mutex_unlock(&cl->lock);
     return n;
+}
+
+void conn_list_init(struct conn_list *cl, struct server *srv, struct thread_pool *pool,
+                    struct timer_heap *timers, const struct exchange_layer *layer,
+                    const struct conn_hooks *hooks)
+{
+    memset(cl, 0, sizeof(*cl));
+    pthread_mutex_init(&cl->lock, NULL);
+    runtime_slot_init(&cl->current);
+    cl->srv = srv;
+    cl->pool = pool;
+    cl->timers = timers;
+    cl->layer = layer;
+    cl->hooks = *hooks;
+}
+
+void conn_free_open(struct conn_list *cl)
+{
+    while (cl->head) {
+        struct conn *c = cl->head;
+        cl->head = c->next;
+        conn_free_stopped(c);
+    }
+}
+
+void conn_list_destroy(struct conn_list *cl)
+{
+    runtime_slot_destroy(&cl->current);
+    pthread_mutex_destroy(&cl->lock);
+}
+
+void conn_list_closed(struct conn_list *cl)
+{
+    unsigned left = atomic_fetch_sub_explicit(&cl->open, 1, memory_order_acq_rel) - 1;
+    cl->hooks.closed(cl->hooks.arg, left);
 }
 
 /* ---- sending (the sink) ---------------------------------------------------------------------- */
@@ -689,7 +729,7 @@ static void conn_finish(struct conn *c, bool linger)
     carry_put(c->in);
     c->in = NULL;
     c->in_body = false;
-    conn_park(c, CS_LINGERING, EPOLLIN, now_ms() + LINGER_MS);
+    conn_park(c, CS_LINGERING, EPOLLIN, clock_now_ms() + LINGER_MS);
 }
 
 static void step_linger(struct conn *c)
@@ -764,7 +804,7 @@ static void watch_set_park(struct conn *c, struct worker *w)
     }
     struct epoll_event e = { .events = ev, .data.ptr = &c->eh };
     int64_t deadline = (ev & EPOLLIN)    ? body_deadline(c)
-                       : (ev & EPOLLOUT) ? now_ms() + c->rt->cfg.timeout_send
+                       : (ev & EPOLLOUT) ? clock_now_ms() + c->rt->cfg.timeout_send
                                          : NO_DEADLINE; /* the handler times itself */
     struct handle_set *hs = c->listener->hs;
     atomic_store_explicit(&c->deadline, deadline, memory_order_relaxed);
@@ -819,7 +859,7 @@ static void park_failed(struct conn *c, struct worker *w)
     struct sink_deferral *d = c->xd;
     if (!w) {
         d->timer.fire = exchange_repark;
-        if (timer_add(&conn_srv(c)->timers, &d->timer, timer_now()) == 0)
+        if (timer_add(conn_list_of(c)->timers, &d->timer, timer_now()) == 0)
             return; /* the timer owns it from here */
     } else if (!d->responded) {
         if (exchange_after(c, w, layer(c)->fail(d, w, 503)))
@@ -850,12 +890,12 @@ static void exchange_wait(struct conn *c, struct worker *w)
     if (sending(c) || (d->wants & DW_WRITABLE)) {
         if (!sending(c))
             conn_more(c, EPOLLOUT); /* a yield (edge mode): the socket has room, no edge says so */
-        if (conn_try_park(c, CS_EXCHANGE, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send) != 0)
+        if (conn_try_park(c, CS_EXCHANGE, EPOLLOUT, clock_now_ms() + c->rt->cfg.timeout_send) != 0)
             park_failed(c, w);
     } else if (d->wants & DW_TIMER) {
         set_state(c, CS_EXCHANGE);
         d->timer.fire = exchange_wake;
-        if (timer_add(&conn_srv(c)->timers, &d->timer, d->wake) < 0)
+        if (timer_add(conn_list_of(c)->timers, &d->timer, d->wake) < 0)
             conn_close(c); /* (otherwise the timer owns it from here) */
     } else {
         assert(d->wants & DW_BODY);
@@ -1065,7 +1105,7 @@ static void conn_next(struct conn *c, struct worker *w)
     } else if (sending(c)) {
         if (c->close_after)
             c->close_after = CLOSE_LINGER; /* more input may arrive meanwhile */
-        conn_park(c, CS_SENDING, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send);
+        conn_park(c, CS_SENDING, EPOLLOUT, clock_now_ms() + c->rt->cfg.timeout_send);
     } else if (c->close_after && !c->in_body) {
         conn_finish(c, c->close_after == CLOSE_LINGER || c->in);
     } else if (c->in && w) {
@@ -1081,7 +1121,7 @@ static void step_send(struct conn *c, struct worker *w)
 {
     int rc = conn_flush(c, w);
     if (rc == -EAGAIN) {
-        conn_park(c, CS_SENDING, EPOLLOUT, now_ms() + c->rt->cfg.timeout_send);
+        conn_park(c, CS_SENDING, EPOLLOUT, clock_now_ms() + c->rt->cfg.timeout_send);
         return;
     }
     if (rc < 0) {
@@ -1127,9 +1167,9 @@ static struct request_ctx request_ctx_of(struct conn *c, const struct http_reque
                                          bool body_follows)
 {
     return (struct request_ctx){
-        .srv = conn_srv(c), .rt = c->rt, .req = req, .peer_addr = c->peer_addr,
+        .srv = conn_list_of(c)->srv, .rt = c->rt, .req = req, .peer_addr = c->peer_addr,
         .peer_port = c->peer_port, .tls = c->ssl != NULL, .body_follows = body_follows,
-        .https_port = atomic_load_explicit(&conn_srv(c)->https_port, memory_order_relaxed),
+        .https_port = atomic_load_explicit(&conn_list_of(c)->https_port, memory_order_relaxed),
         .closing = draining(c) || c->close_after, .limit_at_request = c->limit_at_request,
         .admin = c->listener->addr.admin,
     };
@@ -1176,7 +1216,7 @@ static enum step body_input(struct conn *c, struct worker *w, struct input *in)
 {
     struct http_request unused;
     struct body_delivery bd = { c, w, 0 };
-    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &unused,
+    struct http_parse ps = { .parser = &c->parser, .limits = &c->rt->cfg.http, .req = &unused,
                              .body = &c->body, .on_body = c->xd ? deliver_body : NULL,
                              .body_arg = &bd };
     size_t used = 0;
@@ -1271,15 +1311,15 @@ static enum step answer(struct conn *c, struct worker *w, struct input *in,
 /* Parse a head from the buffer and answer it. */
 static enum step head_input(struct conn *c, struct worker *w, struct input *in)
 {
-    struct server *srv = conn_srv(c);
-    if (atomic_load_explicit(&srv->rt, memory_order_relaxed) != c->rt) {
+    struct runtime_slot *current = &conn_list_of(c)->current;
+    if (atomic_load_explicit(&current->rt, memory_order_relaxed) != c->rt) {
         /* Reloaded: the next request runs under the new configuration. */
         struct runtime *old = c->rt;
-        c->rt = server_runtime(srv);
+        c->rt = runtime_current(current);
         runtime_unref(old);
     }
     struct http_request req;
-    struct http_parse ps = { .parser = &c->parser, .cfg = &c->rt->cfg, .req = &req,
+    struct http_parse ps = { .parser = &c->parser, .limits = &c->rt->cfg.http, .req = &req,
                              .body = &c->body };
     size_t used = 0;
     enum http_parse_result r = http_parse_head(&ps, in->buf + in->pos, in->have - in->pos, &used);

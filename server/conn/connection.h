@@ -16,23 +16,72 @@
 
 #include <llhttp.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lf/event_handler.h"
-#include "http/http_parser.h"
+#include "conf/runtime.h"
 #include "conn/sink.h"
+#include "http/http_parser.h"
+#include "lf/event_handler.h"
 #include "lf/thread_pool.h"
 
 struct carry;
+struct exchange_layer;
 struct listener;
-struct runtime;
 struct server;
 struct ssl_st;
 struct sockaddr_storage;
+struct timer_heap;
 struct transport_ops;
+
+/* What the process above (the daemon) hears from the connections. */
+struct conn_hooks {
+    /* A connection is gone, and `left` are still open: resume paused listeners, or end a
+     * drain once none is left. Also for an accepted socket that never became a connection. */
+    void (*closed)(void *arg, unsigned left);
+    void *arg;
+};
+
+/* What every connection shares: the list of live ones (for the timer sweep, draining and the
+ * gauges), their count and its limit, the lifecycle flag they read, and what they hand their
+ * requests. Set up by the daemon (conn_list_init), which embeds it in the server object.
+ * What every request reads comes first; what every accept and close writes has a cache line
+ * of its own, so that those writes do not take the line away from the readers. */
+#define CONN_LIST_CACHE_LINE 64
+struct conn_list {
+    struct runtime_slot current;      /* the generation the next request takes */
+    const struct exchange_layer *layer; /* the layer above the connections (sink.h) */
+    struct thread_pool *pool;         /* where closed connections are retired (tp_retire) */
+    struct timer_heap *timers;        /* handler timers (sink deferrals) */
+    struct server *srv;               /* handed, opaque, to the exchange layer (request_ctx) */
+    struct conn_hooks hooks;
+    _Atomic unsigned max;             /* max_connections of the current runtime */
+    _Atomic unsigned https_port;      /* the first open TLS listener's port (tls_redirect_http) */
+    _Atomic bool draining;            /* no new connections; idle ones close */
+
+    _Alignas(CONN_LIST_CACHE_LINE) pthread_mutex_t lock; /* guards the list, not its members */
+    struct conn *head;                /* every live connection */
+    _Atomic unsigned open;            /* counted by the acceptor, before conn_create */
+};
+
+void conn_list_init(struct conn_list *cl, struct server *srv, struct thread_pool *pool,
+                    struct timer_heap *timers, const struct exchange_layer *layer,
+                    const struct conn_hooks *hooks);
+/* After the pool has stopped: free the connections still open (their exchanges are
+ * aborted). */
+void conn_free_open(struct conn_list *cl);
+/* Then, once nothing needs the current runtime any more: drop it, and the list's lock. */
+void conn_list_destroy(struct conn_list *cl);
+/* An accepted socket that never became a connection, or a connection gone: count it out. */
+void conn_list_closed(struct conn_list *cl);
+
+/* What the open connections wait for, as /server-status and /metrics show them. */
+enum { GAUGE_READING = 0, GAUGE_WRITING, GAUGE_IDLE, GAUGE_HANDLER, GAUGE_CLOSING, GAUGE_ACTIVE,
+       GAUGE_CONN_KINDS };
+extern const char *const gauge_conn_names[GAUGE_CONN_KINDS];
 
 /* What a connection is doing, or waiting for. One step function per kind of wait:
  *
@@ -71,12 +120,12 @@ enum {
 struct conn {
     struct event_handler eh;           /* first member: the socket in the handle set */
     struct sink sink;                  /* the connection as its exchanges see it */
-    const struct listener *listener;   /* where it came from (its server, its handle set) */
+    const struct listener *listener;   /* where it came from (its list, its handle set) */
     struct runtime *rt;                /* configuration generation of the current request */
     const struct transport_ops *tp;
     union {
         struct {
-            struct conn *prev, *next;  /* the server's connection list, under conns_lock */
+            struct conn *prev, *next;  /* its conn_list, under the list's lock */
         };
         struct tp_retired retired;     /* closed, waiting to be freed (tp_retire) */
     };
@@ -121,11 +170,12 @@ struct conn {
 /* Create a connection for an accepted socket and register it, on the acceptor's thread `w`;
  * closes `fd` on failure (on -ENOMEM, after answering 503 if the listener speaks plain HTTP),
  * or after a 429 when its client holds too many connections (limit_conn_per_ip). The caller
- * counted the connection in srv->nconns; a failure uncounts it. With `held` (not NULL), the
- * connection is not registered but returned there, owned by the caller, who must pass it to
- * conn_serve_held(): its first bytes are usually there already (TCP_DEFER_ACCEPT). */
-int conn_create(struct server *srv, const struct listener *l, int fd,
-                const struct sockaddr_storage *peer, struct worker *w, struct conn **held);
+ * counted the connection in its listener's conn_list (`open`); a failure uncounts it. With
+ * `held` (not NULL), the connection is not registered but returned there, owned by the
+ * caller, who must pass it to conn_serve_held(): its first bytes are usually there already
+ * (TCP_DEFER_ACCEPT). */
+int conn_create(const struct listener *l, int fd, const struct sockaddr_storage *peer,
+                struct worker *w, struct conn **held);
 
 /* Serve a held connection's first event on this thread, as if the handle set had reported
  * it readable: no hand-off to another thread, no epoll round trip. */
@@ -134,12 +184,12 @@ void conn_serve_held(struct conn *c, struct worker *w);
 /* Free a connection after the pool has stopped (no epoll, no list, no counters). */
 void conn_free_stopped(struct conn *c);
 
-/* Count the open connections by what they wait for (server.h's GAUGE_*). Returns how many. */
-unsigned conn_gauges(struct server *srv, unsigned counts[]);
+/* Count the open connections by what they wait for (GAUGE_*). Returns how many. */
+unsigned conn_gauges(struct conn_list *cl, unsigned counts[]);
 
 /* Expire connections (timer sweep): those past their deadline, and with `idle_too` all idle
  * or lingering ones whose output has reached the client (draining); `all`: every parked one
  * (the drain deadline). */
-void conn_sweep(struct server *srv, int64_t now, bool idle_too, bool all);
+void conn_sweep(struct conn_list *cl, int64_t now, bool idle_too, bool all);
 
 #endif

@@ -17,6 +17,48 @@
 #include "conf/site.h"
 #include "net/tls.h"
 
+static void destroy_location(struct loc_conf *lc, struct site_set *ss)
+{
+    auth_free(lc->auth_users);
+    lc->auth_users = NULL;
+    if (lc->instance && lc->ops->destroy)
+        lc->ops->destroy(lc->instance);
+    lc->instance = NULL;
+    if (lc->root_fd >= 0) {
+        int fd = lc->root_fd;
+        close(fd);
+        /* others sharing it must not close it again */
+        for (unsigned i = 0; i < ss->nsites; i++) {
+            struct site *s = &ss->sites[i];
+            if (s->base.root_fd == fd)
+                s->base.root_fd = -1;
+            for (unsigned j = 0; j < s->nlocs; j++)
+                if (s->locs[j].root_fd == fd)
+                    s->locs[j].root_fd = -1;
+        }
+    }
+}
+
+/* rt->destroy: give back everything runtime_build put into `rt`, and `rt` itself. */
+static void runtime_destroy(struct runtime *rt)
+{
+    struct site_set *ss = &rt->cfg.sites;
+    for (unsigned i = 0; i < ss->nsites; i++) {
+        struct site *s = &ss->sites[i];
+        destroy_location(&s->base, ss);
+        for (unsigned j = 0; j < s->nlocs; j++)
+            destroy_location(&s->locs[j], ss);
+    }
+    for (unsigned i = 0; i < HANDLER_TYPES_MAX; i++)
+        if (rt->handler_state[i] && rt->handler_free[i])
+            rt->handler_free[i](rt->handler_state[i]);
+    if (rt->tls)
+        tls_ctx_unref(rt->tls); /* connections hold their own references */
+    access_log_close(rt);
+    config_free(&rt->cfg);
+    free(rt);
+}
+
 /* Open the root of `lc`, sharing the fd of an earlier location with the same root. */
 static int open_root(struct site_set *ss, struct loc_conf *lc)
 {
@@ -119,6 +161,7 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     rt->cfg = *cfg; /* takes over the allocations */
     rt->generation = generation;
     rt->access_fd = -1;
+    rt->destroy = runtime_destroy;
     atomic_store_explicit(&rt->refs, 1, memory_order_relaxed);
     if (handlers_generation_init(srv, rt) < 0 || attach_limits(srv, rt) < 0)
         goto fail;
@@ -139,7 +182,9 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     if (!rt->cfg.test_only && access_log_open(rt) < 0)
         goto fail;
     if (rt->cfg.ncerts > 0) {
-        rt->tls = tls_ctx_create(&rt->cfg); /* prints its own FILE:LINE error line */
+        struct tls_settings ts;
+        config_tls_settings(&rt->cfg, &ts);
+        rt->tls = tls_ctx_create(&ts); /* prints its own FILE:LINE error line */
         if (!rt->tls)
             goto fail;
     }

@@ -24,9 +24,10 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "base/carry.h"
+#include "base/clock.h"
 #include "exchange/access_log.h"
 #include "conn/acceptor.h"
-#include "base/carry.h"
 #include "conn/connection.h"
 #include "exchange/handler.h"
 #include "log/log.h"
@@ -34,13 +35,6 @@
 #include "daemon/watch.h"
 
 #define TICK_MS 250
-
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void stop_pool(struct server *srv)
 {
@@ -57,10 +51,11 @@ static void on_stop_event(struct event_handler *eh, uint32_t events, struct work
     (void)w; /* nothing to do: the leader saw the event and will find the pool stopping */
 }
 
-void server_conn_closed(struct server *srv)
+/* conn_hooks.closed: a connection is gone, `left` are open. */
+static void conn_closed(void *arg, unsigned left)
 {
-    unsigned left = atomic_fetch_sub_explicit(&srv->nconns, 1, memory_order_acq_rel) - 1;
-    if (atomic_load_explicit(&srv->draining, memory_order_acquire)) {
+    struct server *srv = arg;
+    if (atomic_load_explicit(&srv->conns.draining, memory_order_acquire)) {
         if (left == 0)
             stop_pool(srv);
         return;
@@ -70,13 +65,13 @@ void server_conn_closed(struct server *srv)
             acceptor_resume(&srv->listeners[i]);
 }
 
-bool server_ready(struct server *srv)
+static bool daemon_ready(struct server *srv)
 {
     return atomic_load_explicit(&srv->ready, memory_order_relaxed) &&
            !atomic_load_explicit(&srv->stopping, memory_order_relaxed);
 }
 
-bool server_stopping(struct server *srv)
+static bool daemon_stopping(struct server *srv)
 {
     return atomic_load_explicit(&srv->stopping, memory_order_relaxed);
 }
@@ -86,13 +81,13 @@ void server_begin_drain(struct server *srv)
     atomic_store(&srv->stopping, true);
     atomic_store(&srv->drain_at, 0);
     bool expected = false;
-    if (!atomic_compare_exchange_strong(&srv->draining, &expected, true))
+    if (!atomic_compare_exchange_strong(&srv->conns.draining, &expected, true))
         return;
     unsigned timeout = atomic_load(&srv->drain_timeout);
-    atomic_store(&srv->drain_deadline, now_ms() + timeout);
+    atomic_store(&srv->drain_deadline, clock_now_ms() + timeout);
     log_notice("draining: stopped accepting, %u connection(s) open, deadline %u ms",
-               atomic_load(&srv->nconns), timeout);
-    systemd_stopping(&srv->sd, atomic_load(&srv->nconns));
+               atomic_load(&srv->conns.open), timeout);
+    systemd_stopping(&srv->sd, atomic_load(&srv->conns.open));
     for (unsigned i = 0; i < srv->nlisteners; i++) {
         hs_del(srv->listeners[i].hs, &srv->listeners[i].eh);
         /* Refuse new connections now; the fd itself stays valid until exit, so an acceptor
@@ -102,8 +97,8 @@ void server_begin_drain(struct server *srv)
         if (!srv->listeners[i].inherited)
             shutdown(srv->listeners[i].eh.fd, SHUT_RDWR);
     }
-    conn_sweep(srv, now_ms(), true, false); /* close idle keep-alive connections */
-    if (atomic_load(&srv->nconns) == 0)
+    conn_sweep(&srv->conns, clock_now_ms(), true, false); /* close idle keep-alive connections */
+    if (atomic_load(&srv->conns.open) == 0)
         stop_pool(srv);
 }
 
@@ -118,8 +113,8 @@ static void status_summary(void *arg, char *out, size_t size)
     /* The published runtime's generation: srv->generation belongs to the reloading thread. */
     struct runtime *rt = server_runtime(srv);
     snprintf(out, size, "%s: %u connection(s), %llu request(s), configuration generation %u",
-             atomic_load(&srv->draining) ? "draining" : "serving",
-             atomic_load_explicit(&srv->nconns, memory_order_relaxed),
+             atomic_load(&srv->conns.draining) ? "draining" : "serving",
+             atomic_load_explicit(&srv->conns.open, memory_order_relaxed),
              (unsigned long long)requests, rt->generation);
     runtime_unref(rt);
 }
@@ -132,8 +127,8 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
     uint64_t ticks;
     ssize_t n = read(eh->fd, &ticks, sizeof(ticks));
     (void)n;
-    int64_t now = now_ms();
-    bool draining = atomic_load(&srv->draining);
+    int64_t now = clock_now_ms();
+    bool draining = atomic_load(&srv->conns.draining);
     bool past_deadline = draining && now >= atomic_load(&srv->drain_deadline);
     int64_t drain_at = atomic_load(&srv->drain_at);
     if (!draining && drain_at && now >= drain_at) {
@@ -141,7 +136,7 @@ static void on_timer(struct event_handler *eh, uint32_t events, struct worker *w
         server_begin_drain(srv);
         draining = true;
     }
-    conn_sweep(srv, now, draining, past_deadline);
+    conn_sweep(&srv->conns, now, draining, past_deadline);
     access_log_tick(now);
     if (!draining)
         for (unsigned i = 0; i < srv->nlisteners; i++)
@@ -162,12 +157,12 @@ static void request_stop(struct server *srv, const char *sig)
 {
     unsigned delay = atomic_load(&srv->drain_delay);
     bool again = atomic_exchange(&srv->stopping, true);
-    if (again || delay == 0 || atomic_load(&srv->draining)) {
+    if (again || delay == 0 || atomic_load(&srv->conns.draining)) {
         log_notice("%s received: shutting down gracefully", sig);
         server_begin_drain(srv);
         return;
     }
-    atomic_store(&srv->drain_at, now_ms() + delay);
+    atomic_store(&srv->drain_at, clock_now_ms() + delay);
     log_notice("%s received: shutting down gracefully after drain_delay: not ready, still "
                "serving for %u ms", sig, delay);
 }
@@ -267,24 +262,17 @@ static int drop_privileges(const struct config *cfg)
 
 struct runtime *server_runtime(struct server *srv)
 {
-    pthread_mutex_lock(&srv->rt_lock);
-    struct runtime *rt = atomic_load_explicit(&srv->rt, memory_order_acquire);
-    runtime_ref(rt);
-    pthread_mutex_unlock(&srv->rt_lock);
-    return rt;
+    return runtime_current(&srv->conns.current);
 }
 
 /* Publish `rt` as the current runtime (taking over the caller's reference) and release the
  * previous one; connections still using it keep it alive until their requests finish. */
 static void publish_runtime(struct server *srv, struct runtime *rt)
 {
-    atomic_store(&srv->max_connections, rt->cfg.max_connections);
+    atomic_store(&srv->conns.max, rt->cfg.max_connections);
     atomic_store(&srv->drain_timeout, rt->cfg.drain_timeout);
     atomic_store(&srv->drain_delay, rt->cfg.drain_delay);
-    pthread_mutex_lock(&srv->rt_lock);
-    struct runtime *old = atomic_exchange_explicit(&srv->rt, rt, memory_order_acq_rel);
-    pthread_mutex_unlock(&srv->rt_lock);
-    runtime_unref(old);
+    runtime_publish(&srv->conns.current, rt);
 }
 
 /* The port tls_redirect_http sends plain requests to: the first open TLS listener's. */
@@ -296,7 +284,7 @@ static void note_https_port(struct server *srv)
         if (l->addr.tls && !atomic_load(&l->closed))
             port = (unsigned)strtoul(strrchr(l->url, ':') + 1, NULL, 10);
     }
-    atomic_store_explicit(&srv->https_port, port, memory_order_relaxed);
+    atomic_store_explicit(&srv->conns.https_port, port, memory_order_relaxed);
 }
 
 static bool same_listener(const struct listen_addr *a, const struct listen_addr *b)
@@ -328,7 +316,7 @@ static int adopt_listener(struct server *srv, unsigned i, const struct listen_ad
             l->addr = *la;
             l->hs = &srv->hs[k];
             l->copy = k;
-            if (acceptor_adopt(srv, l, srv->sd.sockets[s].fd) < 0)
+            if (acceptor_adopt(&srv->conns, l, srv->sd.sockets[s].fd) < 0)
                 goto fail;
             n++;
         }
@@ -369,7 +357,7 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
         l->eh.fd = -1;
         l->hs = &srv->hs[k];
         l->copy = k;
-        if (acceptor_open(srv, l, reuseport, k ? &bound : NULL) < 0) {
+        if (acceptor_open(&srv->conns, l, reuseport, k ? &bound : NULL) < 0) {
             for (unsigned j = 0; j < k; j++)
                 close(srv->listeners[i + j].eh.fd);
             return -1;
@@ -454,13 +442,13 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
     memset(srv, 0, sizeof(*srv));
-    srv->layer = layer;
+    srv->view.ops = &daemon_view_ops;
+    struct conn_hooks hooks = { .closed = conn_closed, .arg = srv };
+    conn_list_init(&srv->conns, srv, &srv->pool, &srv->timers, layer, &hooks);
     srv->timer.eh.fd = srv->signals.eh.fd = srv->stop.eh.fd = -1;
     srv->timers.eh.fd = -1;
     srv->argc = argc;
     srv->argv = argv;
-    pthread_mutex_init(&srv->conns_lock, NULL);
-    pthread_mutex_init(&srv->rt_lock, NULL);
     pthread_mutex_init(&srv->reload_lock, NULL);
     srv->started = time(NULL);
 
@@ -523,66 +511,53 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     return 0;
 }
 
-static void reload(struct server *srv, const char *why)
+/* Settings a reload cannot change: say so, and keep running with the old ones. */
+static void warn_restart_only(const struct config *cfg, const struct runtime *cur,
+                              const char *why)
 {
-    static struct config cfg; /* only the thread holding reload_lock touches it */
-    if (config_from_args(&cfg, srv->argc, srv->argv) != CONFIG_OK) {
-        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
-                  why, srv->generation);
-        return;
-    }
-    struct runtime *cur = server_runtime(srv);
-    if (cfg.threads != cur->cfg.threads || cfg.batch != cur->cfg.batch ||
-        cfg.concurrency != cur->cfg.concurrency ||
-        strcmp(cfg.user, cur->cfg.user) || strcmp(cfg.group, cur->cfg.group) ||
-        strcmp(cfg.error_log, cur->cfg.error_log) ||
-        (cur->limits && cfg.limit_table_size != cur->cfg.limit_table_size))
+    if (cfg->threads != cur->cfg.threads || cfg->batch != cur->cfg.batch ||
+        cfg->concurrency != cur->cfg.concurrency ||
+        strcmp(cfg->user, cur->cfg.user) || strcmp(cfg->group, cur->cfg.group) ||
+        strcmp(cfg->error_log, cur->cfg.error_log) ||
+        (cur->limits && cfg->limit_table_size != cur->cfg.limit_table_size))
         log_warn("%s: threads, leader_batch, concurrency, user, group, error_log and "
                  "limit_table_size take effect only after a restart", why);
-    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg.listen, cfg.nlisten);
-    if (unused) {
-        runtime_unref(cur);
-        config_free(&cfg);
-        log_error("%s: socket '%s' passed by systemd would be used by no listener; "
-                  "configuration not reloaded, keeping generation %u", why, unused->name,
-                  srv->generation);
-        return;
-    }
-    struct runtime *rt = runtime_build(srv, &cfg, srv->generation + 1);
-    if (!rt) {
-        runtime_unref(cur);
-        log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
-                  why, srv->generation);
-        return;
-    }
+}
 
-    /* Listeners: bind the new ones first, in slots not yet published, so that a failure leaves
-     * everything as it was; other threads see them only when the count is published. */
-    unsigned first_new = atomic_load(&srv->nlisteners), n = first_new;
-    for (unsigned i = 0; i < rt->cfg.nlisten; i++) {
+/* Bind the listeners of `c` that are not open yet, from slot *n on (slots not yet published:
+ * other threads see them only when the count is), advancing *n. Returns 0, or -1 with a
+ * message printed and nothing of them left open, so that a failure leaves everything as it
+ * was. */
+static int bind_new_listeners(struct server *srv, const struct config *c, unsigned *n)
+{
+    unsigned first_new = *n;
+    for (unsigned i = 0; i < c->nlisten; i++) {
         bool have = false;
         for (unsigned j = 0; j < first_new && !have; j++)
-            have = !srv->listeners[j].closed && same_listener(&srv->listeners[j].addr, &rt->cfg.listen[i]);
+            have = !srv->listeners[j].closed &&
+                   same_listener(&srv->listeners[j].addr, &c->listen[i]);
         if (have)
             continue;
-        int used = open_listener(srv, n, &rt->cfg.listen[i]);
-        if (used > 0) {
-            n += (unsigned)used;
-        } else {
-            for (unsigned j = first_new; j < n; j++)
+        int used = open_listener(srv, *n, &c->listen[i]);
+        if (used <= 0) {
+            for (unsigned j = first_new; j < *n; j++)
                 close(srv->listeners[j].eh.fd);
-            runtime_unref(rt);
-            runtime_unref(cur);
-            log_error("%s: configuration not reloaded (see the line above); keeping "
-                      "generation %u", why, srv->generation);
-            return;
+            return -1;
         }
+        *n += (unsigned)used;
     }
-    for (unsigned j = 0; j < first_new; j++) {
+    return 0;
+}
+
+/* Stop listening on what `c` no longer names, among the published slots before `end`. */
+static void close_gone_listeners(struct server *srv, const struct config *c, unsigned end,
+                                 const char *why)
+{
+    for (unsigned j = 0; j < end; j++) {
         struct listener *l = &srv->listeners[j];
         bool keep = false;
-        for (unsigned i = 0; i < rt->cfg.nlisten && !keep; i++)
-            keep = same_listener(&l->addr, &rt->cfg.listen[i]);
+        for (unsigned i = 0; i < c->nlisten && !keep; i++)
+            keep = same_listener(&l->addr, &c->listen[i]);
         if (!keep && !atomic_load(&l->closed)) {
             /* Refuse new connections; the fd stays open (an acceptor may be running on it).
              * A socket from systemd is only no longer watched (systemd.h). */
@@ -594,6 +569,12 @@ static void reload(struct server *srv, const char *why)
                 log_notice("%s: stopped listening on %s", why, l->url);
         }
     }
+}
+
+/* Publish the slots [first_new, n) bound by bind_new_listeners and start accepting on them. */
+static void start_new_listeners(struct server *srv, unsigned first_new, unsigned n,
+                                const char *why)
+{
     for (unsigned j = first_new; j < n; j++)
         acceptor_tune(&srv->listeners[j]);
     atomic_store(&srv->nlisteners, n);
@@ -604,11 +585,54 @@ static void reload(struct server *srv, const char *why)
         else if (srv->listeners[j].copy == 0)
             log_notice("listening on %s", srv->listeners[j].url);
     }
+}
+
+/* Parse the configuration again, build its runtime, open and close listeners to match it and
+ * publish it; on any failure keep everything as it is. The caller holds reload_lock. */
+static void reload(struct server *srv, const char *why)
+{
+    struct runtime *cur = NULL, *rt = NULL;
+    /* Far too large for a pool thread's stack (paths of PATH_MAX); a reload is rare. */
+    struct config *cfg = calloc(1, sizeof(*cfg));
+    if (!cfg) {
+        log_error("%s: out of memory", why);
+        goto not_reloaded;
+    }
+    if (config_from_args(cfg, srv->argc, srv->argv) != CONFIG_OK)
+        goto not_reloaded; /* (it freed what it had parsed) */
+    cur = server_runtime(srv);
+    warn_restart_only(cfg, cur, why);
+    const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg->listen, cfg->nlisten);
+    if (unused) {
+        log_error("%s: socket '%s' passed by systemd would be used by no listener; "
+                  "configuration not reloaded, keeping generation %u", why, unused->name,
+                  srv->generation);
+        config_free(cfg);
+        goto out;
+    }
+    rt = runtime_build(srv, cfg, srv->generation + 1); /* takes over cfg's allocations */
+    if (!rt)
+        goto not_reloaded;
+    unsigned first_new = atomic_load(&srv->nlisteners), n = first_new;
+    if (bind_new_listeners(srv, &rt->cfg, &n) < 0)
+        goto not_reloaded;
+    close_gone_listeners(srv, &rt->cfg, first_new, why);
+    start_new_listeners(srv, first_new, n, why);
     srv->generation = rt->generation;
-    runtime_unref(cur);
+    runtime_unref(cur); /* the slot's reference keeps it until publish_runtime drops it */
+    cur = NULL;
     publish_runtime(srv, rt);
+    rt = NULL;
     access_log_flush(); /* the lines of the old configuration's log, before the new one's */
     log_notice("%s: configuration reloaded (generation %u)", why, srv->generation);
+    goto out;
+not_reloaded:
+    log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
+              why, srv->generation);
+out:
+    runtime_unref(rt);
+    runtime_unref(cur);
+    free(cfg);
 }
 
 void server_reload(struct server *srv, const char *why)
@@ -617,7 +641,7 @@ void server_reload(struct server *srv, const char *why)
         atomic_store(&srv->reload_pending, why); /* the tick reloads once this one is done */
         return;
     }
-    if (!atomic_load(&srv->draining)) {
+    if (!atomic_load(&srv->conns.draining)) {
         systemd_reloading(&srv->sd);
         reload(srv, why);
         systemd_ready(&srv->sd);
@@ -649,22 +673,23 @@ void server_run(struct server *srv)
     log_notice("stopped");
 }
 
-const char *const gauge_conn_names[GAUGE_CONN_KINDS] = { "reading", "writing", "idle",
-                                                        "handler", "closing", "active" };
-const char *const gauge_role_names[3] = { "following", "leading", "processing" };
+static _Atomic(void *) *daemon_handler_state(struct server *srv, unsigned slot)
+{
+    return &srv->handler_state[slot];
+}
 
-void server_gauges(struct server *srv, struct server_gauges *g)
+static void daemon_gauges(struct server *srv, struct server_gauges *g)
 {
     memset(g, 0, sizeof(*g));
     g->uptime = (int64_t)(time(NULL) - srv->started);
-    g->draining = atomic_load_explicit(&srv->draining, memory_order_relaxed);
+    g->draining = atomic_load_explicit(&srv->conns.draining, memory_order_relaxed);
     g->ready = server_ready(srv);
     g->concurrency = concurrency_names[srv->pool.mode];
     g->threads = srv->pool.nworkers;
     for (unsigned i = 0; i < srv->pool.nworkers; i++) {
         struct worker *w = &srv->pool.workers[i];
         int role = atomic_load_explicit(&w->role, memory_order_relaxed);
-        if (role < 0 || role > 2)
+        if (role < 0 || role >= GAUGE_ROLES)
             role = 0;
         g->role[role]++;
 #define LOAD(f) atomic_load_explicit(&w->stats.f, memory_order_relaxed)
@@ -688,10 +713,18 @@ void server_gauges(struct server *srv, struct server_gauges *g)
             g->nworkers = i + 1;
         }
     }
-    g->conns_open = conn_gauges(srv, g->conns);
+    g->conns_open = conn_gauges(&srv->conns, g->conns);
     g->timers = timer_pending(&srv->timers);
     limit_table_stats(atomic_load_explicit(&srv->limits, memory_order_acquire), &g->limits);
 }
+
+/* What handlers see of the server (exchange/server_view.h): the first member of every server. */
+const struct server_view_ops daemon_view_ops = {
+    .gauges = daemon_gauges,
+    .ready = daemon_ready,
+    .stopping = daemon_stopping,
+    .handler_state = daemon_handler_state,
+};
 
 void server_destroy(struct server *srv)
 {
@@ -702,11 +735,7 @@ void server_destroy(struct server *srv)
     watch_free(srv->watch);
     srv->watch = NULL;
     handlers_stop(srv);
-    while (srv->conns) {
-        struct conn *c = srv->conns;
-        srv->conns = c->next;
-        conn_free_stopped(c);
-    }
+    conn_free_open(&srv->conns);
     for (unsigned i = 0; i < srv->nlisteners; i++)
         close(srv->listeners[i].eh.fd);
     systemd_close(&srv->sd);
@@ -722,11 +751,9 @@ void server_destroy(struct server *srv)
         hs_close(&srv->hs[i]);
     free(srv->hs);
     srv->hs = NULL;
-    runtime_unref(atomic_exchange(&srv->rt, NULL));
+    conn_list_destroy(&srv->conns); /* the list's lock, the last runtime */
     handlers_release(srv); /* after the last runtime: their work may hold runtimes */
     limit_table_free(atomic_exchange(&srv->limits, NULL)); /* no connection holds a slot now */
-    pthread_mutex_destroy(&srv->conns_lock);
-    pthread_mutex_destroy(&srv->rt_lock);
     pthread_mutex_destroy(&srv->reload_lock);
     carry_pool_release();
 }

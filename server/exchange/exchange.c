@@ -28,6 +28,7 @@
 #include "log/metrics.h"
 #include "base/netaddr.h"
 #include "http/path.h"
+#include "http/real_client.h"
 #include "conf/runtime.h"
 #include "conf/site.h"
 #include "lf/thread_pool.h"
@@ -85,7 +86,7 @@ static void log_request(const struct exchange *ex)
     if (ex->rt->access_fd < 0)
         return;
     struct access_entry e = { ex->req, &ex->client_addr, ex->remote_user, ex->status,
-                              ex->body_bytes };
+                              ex->body_bytes, ex->content_encoding };
     access_log_write(ex->rt, &e);
 }
 
@@ -236,8 +237,8 @@ static int error_reply(struct exchange *ex, int status, unsigned retry_after)
 {
     if (closes_after(status))
         ex->keep_alive = false;
-    if (ex->req && ex->loc && ex->rt->error_page) {
-        int rc = ex->rt->error_page(ex, status); /* the location's own page, if it has one */
+    if (ex->req && ex->loc && ex->rt->serve_error_page) {
+        int rc = ex->rt->serve_error_page(ex, status); /* the location's own page, if it has one */
         if (rc != -ENOENT)
             return rc;
     }
@@ -730,8 +731,8 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
      * the body: ex_want_body). */
     if (rc->body_follows && req->expect_continue)
         ex.keep_alive = false;
-    netaddr_real_client(&rt->cfg.trusted_proxies, rt->cfg.real_ip_forwarded, &rc->peer_addr,
-                        req, &ex.client_addr);
+    http_real_client(&rt->cfg.trusted_proxies, rt->cfg.real_ip_forwarded, &rc->peer_addr, req,
+                     &ex.client_addr);
     uint32_t held[LIMIT_REQ_SLOTS] = { LIMIT_NONE, LIMIT_NONE };
     int rc2 = dispatch(&ex, rc, held);
     struct ex_deferred *xd = ex.xd;

@@ -44,7 +44,7 @@ struct handler_env {
 struct handler_ops {
     const char *name;
     /* Per configuration generation (optional): build the type's state for env->rt before its
-     * locations' instances are created (it may set rt->error_page and rt->stream_filter, and
+     * locations' instances are created (it may set rt->serve_error_page and rt->stream_filter, and
      * make its process-wide state; env->generation is NULL); free it with the generation.
      * Returns 0, or -1 with a reason in err. */
     int (*generation_init)(const struct handler_env *env, void **state, char *err,

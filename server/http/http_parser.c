@@ -3,7 +3,6 @@
 
 #include <string.h>
 
-#include "conf/config.h"
 #include "http/http_strict.h"
 
 enum { ST_NONE = 0, ST_FIELD, ST_VALUE };
@@ -20,7 +19,7 @@ static int fail(llhttp_t *p, int status, const char *reason)
 static int check_head_size(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
-    if ((size_t)(at + len - ps->msg_start) > ps->cfg->max_head_size)
+    if ((size_t)(at + len - ps->msg_start) > ps->limits->max_head_size)
         return fail(p, 431, "request header fields too large");
     return 0;
 }
@@ -43,7 +42,7 @@ static int on_url(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
     extend(&ps->req->target, at, len);
-    if (ps->req->target.len > ps->cfg->max_uri_length)
+    if (ps->req->target.len > ps->limits->max_uri_length)
         return fail(p, 414, "URI too long");
     return check_head_size(p, at, len);
 }
@@ -55,7 +54,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
     if (ps->in_body)
         return 0; /* chunked trailer fields are read and ignored */
     if (ps->state != ST_FIELD) {
-        if (req->nheaders >= ps->cfg->max_headers || req->nheaders >= HTTP_MAX_HEADERS)
+        if (req->nheaders >= ps->limits->max_headers || req->nheaders >= HTTP_MAX_HEADERS)
             return fail(p, 431, "too many header fields");
         req->headers[req->nheaders++] = (struct http_header){ SV_NULL, SV_NULL };
         ps->state = ST_FIELD;
@@ -281,7 +280,7 @@ static int on_headers_complete(llhttp_t *p)
     }
     req->content_length = req->chunked ? 0 : p->content_length;
     req->has_body = req->chunked || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
-    if (!req->chunked && req->content_length > ps->cfg->max_body_size)
+    if (!req->chunked && req->content_length > ps->limits->max_body_size)
         return fail(p, 413, "request body too large");
     if (!req->has_body)
         req->expect_continue = false;
@@ -293,7 +292,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct http_parse *ps = PS(p);
     ps->body->seen += len;
-    if (ps->body->seen > ps->cfg->max_body_size)
+    if (ps->body->seen > ps->limits->max_body_size)
         return fail(p, 413, "request body too large");
     if (ps->on_body) {
         int st = ps->on_body(ps->body_arg, at, len);
@@ -424,7 +423,7 @@ enum http_parse_result http_parse_head(struct http_parse *ps, const char *data, 
     ps->body->wire = 0;
     llhttp_reset(ps->parser);
     enum http_parse_result r = run(ps, data, len, consumed, true);
-    if (r == HTTP_PARSE_INCOMPLETE && len > ps->cfg->max_head_size) {
+    if (r == HTTP_PARSE_INCOMPLETE && len > ps->limits->max_head_size) {
         ps->status = 431;
         return HTTP_PARSE_ERROR;
     }
@@ -450,7 +449,7 @@ enum http_parse_result http_parse_body(struct http_parse *ps, const char *data, 
     if (r == HTTP_PARSE_ERROR)
         return r;
     ps->body->wire += *consumed;
-    if (ps->body->wire > ps->cfg->max_body_size + ps->cfg->max_head_size) {
+    if (ps->body->wire > ps->limits->max_body_size + ps->limits->max_head_size) {
         ps->status = 413;
         return HTTP_PARSE_ERROR;
     }

@@ -13,10 +13,18 @@
 #include <llhttp.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http/http_request.h"
 
-struct config;
+/* What a request may be: its head, target and header count, and its body. The parser's own,
+ * so that it needs no configuration; the configuration fills one (config.h). */
+struct http_limits {
+    size_t max_head_size;   /* request line + headers, bytes -> 431 */
+    size_t max_uri_length;  /* -> 414 */
+    unsigned max_headers;   /* -> 431 */
+    uint64_t max_body_size; /* -> 413 */
+};
 
 enum http_parse_result {
     HTTP_PARSE_INCOMPLETE = 0, /* all bytes consumed, message not finished */
@@ -39,7 +47,7 @@ struct http_body_count {
 
 struct http_parse {
     llhttp_t *parser;
-    const struct config *cfg;
+    const struct http_limits *limits;
     struct http_request *req;    /* filled while parsing a head */
     const char *msg_start;       /* first byte of the head being parsed */
     struct http_body_count *body; /* the current request's body so far */

@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "conf/config.h"
 
 #define TLS12_CIPHERS                                                                         \
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                              \
@@ -52,7 +51,7 @@ struct tls_cert {
 
 struct tls_ctx {
     _Atomic unsigned refs;
-    struct tls_cert certs[CONFIG_MAX_CERTS];
+    struct tls_cert certs[TLS_MAX_CERTS];
     unsigned ncerts;
 
     /* Ticket keys, generated: keys[0] seals new tickets; keys[1] (the previous key) still
@@ -251,7 +250,7 @@ static int passwd_cb(char *buf, int size, int rwflag, void *u)
 /* ---- construction --------------------------------------------------------------------- */
 
 /* One error line: "FILE:LINE: ..." for a certificate from the configuration file. */
-__attribute__((format(printf, 3, 4))) static void cert_error(const struct config *cfg,
+__attribute__((format(printf, 3, 4))) static void cert_error(const struct tls_settings *ts,
                                                              const struct tls_cert_conf *tc,
                                                              const char *fmt, ...)
 {
@@ -260,8 +259,8 @@ __attribute__((format(printf, 3, 4))) static void cert_error(const struct config
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (tc && tc->line && cfg->config_file)
-        fprintf(stderr, "%s:%u: %s\n", cfg->config_file, tc->line, msg);
+    if (tc && tc->line && ts->config_file)
+        fprintf(stderr, "%s:%u: %s\n", ts->config_file, tc->line, msg);
     else
         fprintf(stderr, "lfhttpd: %s\n", msg);
 }
@@ -273,24 +272,46 @@ static const char *ssl_reason(void)
     return r ? r : "unknown OpenSSL error";
 }
 
-static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct config *cfg,
+/* The certificate's key, decrypted with the passphrase when it is encrypted. Prints why not. */
+static bool use_key(SSL_CTX *ctx, const struct tls_settings *ts, const struct tls_cert_conf *tc,
+                    struct passphrase *pass)
+{
+    const char *key = tc->key;
+    SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, pass);
+    pass->asked = false;
+    int ok = SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* `pass` lives on the caller's stack */
+    if (ok == 1)
+        return true;
+    if (pass->asked && !pass->text)
+        cert_error(ts, tc, "key %s is encrypted: set tls_passphrase_file", key);
+    else if (pass->asked)
+        cert_error(ts, tc, "key %s: cannot decrypt with tls_passphrase_file (%s)", key,
+                   ssl_reason());
+    else
+        cert_error(ts, tc, "key %s: %s", key, ssl_reason());
+    return false;
+}
+
+static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
                              const struct tls_cert_conf *tc, struct passphrase *pass)
 {
     /* SSL_CTX_set1_groups_list() casts its argument to char *: give it a mutable copy. */
     char groups[] = TLS_GROUPS;
     const char *cert = tc->cert, *key = tc->key;
     if (access(cert, R_OK) < 0) {
-        cert_error(cfg, tc, "certificate %s: %s", cert, strerror(errno));
+        cert_error(ts, tc, "certificate %s: %s", cert, strerror(errno));
         return NULL;
     }
     if (access(key, R_OK) < 0) {
-        cert_error(cfg, tc, "key %s: %s", key, strerror(errno));
+        cert_error(ts, tc, "key %s: %s", key, strerror(errno));
         return NULL;
     }
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
-        cert_error(cfg, tc, "SSL_CTX_new: %s", ssl_reason());
+        cert_error(ts, tc, "SSL_CTX_new: %s", ssl_reason());
         return NULL;
     }
     uint64_t opts = SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA |
@@ -309,31 +330,18 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct config *cfg,
         SSL_CTX_set1_groups_list(ctx, groups) != 1 ||
         SSL_CTX_set_session_id_context(ctx, (const unsigned char *)SESSION_ID_CONTEXT,
                                        sizeof(SESSION_ID_CONTEXT) - 1) != 1) {
-        cert_error(cfg, tc, "TLS settings: %s", ssl_reason());
+        cert_error(ts, tc, "TLS settings: %s", ssl_reason());
         goto fail;
     }
 
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-        cert_error(cfg, tc, "certificate %s: %s", cert, ssl_reason());
+        cert_error(ts, tc, "certificate %s: %s", cert, ssl_reason());
         goto fail;
     }
-    SSL_CTX_set_default_passwd_cb(ctx, passwd_cb);
-    SSL_CTX_set_default_passwd_cb_userdata(ctx, pass);
-    pass->asked = false;
-    int ok = SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM);
-    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* `pass` lives on the caller's stack */
-    if (ok != 1) {
-        if (pass->asked && !pass->text)
-            cert_error(cfg, tc, "key %s is encrypted: set tls_passphrase_file", key);
-        else if (pass->asked)
-            cert_error(cfg, tc, "key %s: cannot decrypt with tls_passphrase_file (%s)", key,
-                       ssl_reason());
-        else
-            cert_error(cfg, tc, "key %s: %s", key, ssl_reason());
+    if (!use_key(ctx, ts, tc, pass))
         goto fail;
-    }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        cert_error(cfg, tc, "key %s does not match certificate %s", key, cert);
+        cert_error(ts, tc, "key %s does not match certificate %s", key, cert);
         goto fail;
     }
     X509 *leaf = SSL_CTX_get0_certificate(ctx);
@@ -343,11 +351,11 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct config *cfg,
     SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, NULL);
     SSL_CTX_set_tlsext_servername_callback(ctx, sni_cb);
     SSL_CTX_set_tlsext_servername_arg(ctx, t);
-    SSL_CTX_set_session_cache_mode(ctx, cfg->tls_session_cache ? SSL_SESS_CACHE_SERVER
-                                                               : SSL_SESS_CACHE_OFF);
-    if (cfg->tls_session_cache)
-        SSL_CTX_sess_set_cache_size(ctx, cfg->tls_session_cache);
-    SSL_CTX_set_timeout(ctx, (long)(cfg->tls_session_timeout / 1000));
+    SSL_CTX_set_session_cache_mode(ctx, ts->session_cache ? SSL_SESS_CACHE_SERVER
+                                                          : SSL_SESS_CACHE_OFF);
+    if (ts->session_cache)
+        SSL_CTX_sess_set_cache_size(ctx, ts->session_cache);
+    SSL_CTX_set_timeout(ctx, (long)(ts->session_timeout / 1000));
     if (t->tickets)
         SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb);
     return ctx;
@@ -404,7 +412,7 @@ static int read_passphrase(const char *path, char *out, size_t cap)
     return 0;
 }
 
-struct tls_ctx *tls_ctx_create(const struct config *cfg)
+struct tls_ctx *tls_ctx_create(const struct tls_settings *ts)
 {
     struct tls_ctx *t = calloc(1, sizeof(*t));
     if (!t) {
@@ -413,8 +421,8 @@ struct tls_ctx *tls_ctx_create(const struct config *cfg)
     }
     atomic_init(&t->refs, 1);
     pthread_mutex_init(&t->keys_lock, NULL);
-    t->rotation_ms = cfg->tls_ticket_rotation;
-    t->tickets = t->rotation_ms || cfg->tls_ticket_key_file[0];
+    t->rotation_ms = ts->ticket_rotation;
+    t->tickets = t->rotation_ms || ts->ticket_key_file[0];
     if (t->tickets) {
         t->aes = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL);
         if (!t->aes) {
@@ -423,10 +431,10 @@ struct tls_ctx *tls_ctx_create(const struct config *cfg)
             return NULL;
         }
     }
-    if (cfg->tls_ticket_key_file[0]) {
+    if (ts->ticket_key_file[0]) {
         unsigned char raw[TLS_MAX_TICKET_KEYS * TLS_TICKET_KEY_SIZE];
         char err[256];
-        int n = tls_ticket_key_file_read(cfg->tls_ticket_key_file, raw, err, sizeof(err));
+        int n = tls_ticket_key_file_read(ts->ticket_key_file, raw, err, sizeof(err));
         for (int i = 0; i < n; i++) {
             const unsigned char *key = raw + (size_t)i * TLS_TICKET_KEY_SIZE;
             struct ticket_key *k = &t->keys[i];
@@ -450,21 +458,21 @@ struct tls_ctx *tls_ctx_create(const struct config *cfg)
 
     char text[1024] = "";
     struct passphrase pass = { .text = NULL };
-    if (cfg->tls_passphrase_file[0]) {
-        if (read_passphrase(cfg->tls_passphrase_file, text, sizeof(text)) < 0) {
+    if (ts->passphrase_file[0]) {
+        if (read_passphrase(ts->passphrase_file, text, sizeof(text)) < 0) {
             tls_ctx_unref(t);
             return NULL;
         }
         pass.text = text;
     }
-    for (unsigned i = 0; i < cfg->ncerts; i++) {
-        t->certs[i].ctx = cert_ctx_new(t, cfg, &cfg->certs[i], &pass);
+    for (unsigned i = 0; i < ts->ncerts; i++) {
+        t->certs[i].ctx = cert_ctx_new(t, ts, &ts->certs[i], &pass);
         if (!t->certs[i].ctx) {
             OPENSSL_cleanse(text, sizeof(text));
             tls_ctx_unref(t);
             return NULL;
         }
-        memcpy(t->certs[i].names, cfg->certs[i].names, sizeof(t->certs[i].names));
+        memcpy(t->certs[i].names, ts->certs[i].names, sizeof(t->certs[i].names));
         t->ncerts++;
     }
     OPENSSL_cleanse(text, sizeof(text));

@@ -15,9 +15,9 @@
 #ifndef LF_TLS_H
 #define LF_TLS_H
 
+#include <limits.h>
 #include <stddef.h>
 
-struct config;
 struct ssl_st;
 struct tls_ctx;
 
@@ -33,10 +33,32 @@ struct tls_ctx;
  * bytes); returns the number of keys, or -1 with a reason in `err`. The caller cleanses `keys`. */
 int tls_ticket_key_file_read(const char *path, unsigned char *keys, char *err, size_t errcap);
 
-/* Build the context from cfg's certificates and tls_* settings (reads the certificate, key and
+#define TLS_MAX_CERTS 16
+
+/* One certificate for the TLS listeners (tls_certificate / --cert + --key). */
+struct tls_cert_conf {
+    char cert[PATH_MAX];    /* PEM: the certificate, then its chain (intermediates) */
+    char key[PATH_MAX];     /* PEM private key, possibly encrypted (tls_passphrase_file) */
+    char names[512];        /* SNI names, space-separated; empty: the certificate's own names */
+    unsigned line;          /* its line in the configuration file; 0: the command line */
+};
+
+/* What a context is built from: the configuration's TLS settings (config.h fills one). */
+struct tls_settings {
+    const struct tls_cert_conf *certs; /* the first is the default, the others go by SNI */
+    unsigned ncerts;                   /* 1..TLS_MAX_CERTS */
+    const char *passphrase_file;       /* first line decrypts encrypted keys; "" = none */
+    unsigned session_cache;            /* server-side session cache entries; 0 = off */
+    unsigned session_timeout;          /* ms a session may be resumed */
+    unsigned ticket_rotation;          /* ms between session-ticket key rotations; 0 = none */
+    const char *ticket_key_file;       /* ticket keys shared by replicas; "" = generated */
+    const char *config_file;           /* where the certificates' lines are; NULL: none */
+};
+
+/* Build the context from the certificates and settings of `ts` (reads the certificate, key and
  * passphrase files). On failure prints one line ("FILE:LINE: reason" for a certificate from
  * the configuration file, "lfhttpd: reason" otherwise) and returns NULL. */
-struct tls_ctx *tls_ctx_create(const struct config *cfg);
+struct tls_ctx *tls_ctx_create(const struct tls_settings *ts);
 void tls_ctx_unref(struct tls_ctx *t);
 
 /* A server-side SSL for socket `fd` (accept state, default certificate), holding a reference

@@ -40,6 +40,13 @@ static struct listener listener; /* a plain listener: no TLS, no PROXY header */
 static struct worker worker;
 static char root[64];
 
+/* conn_hooks.closed: no listener to resume, no drain to end. */
+static void conn_closed(void *arg, unsigned left)
+{
+    (void)arg;
+    (void)left;
+}
+
 static void put_file(const char *rel, size_t size, char fill)
 {
     char path[256];
@@ -106,16 +113,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* The server object without listeners or threads (what server_init would build); each
      * input gets a fresh runtime (see LLVMFuzzerTestOneInput). */
     log_init(LOG_ERROR, 2);
-    pthread_mutex_init(&srv.conns_lock, NULL);
-    pthread_mutex_init(&srv.rt_lock, NULL);
-    atomic_store(&srv.max_connections, 1000);
+    srv.view.ops = &daemon_view_ops;
+    static const struct conn_hooks hooks = { .closed = conn_closed };
+    conn_list_init(&srv.conns, &srv, &srv.pool, &srv.timers, &exchange_layer, &hooks);
+    atomic_store(&srv.conns.max, 1000);
     static struct handle_set hs;
     if (hs_init(&hs) < 0)
         abort();
     srv.hs = &hs;
     srv.nhs = 1;
-    srv.layer = &exchange_layer;
-    listener.srv = &srv;
+    listener.conns = &srv.conns;
     listener.hs = &hs;
     worker.srv = &srv;
     return 0;
@@ -248,7 +255,7 @@ static void client_read(struct client *cl)
 
 static bool conn_alive(void)
 {
-    return srv.conns != NULL;
+    return srv.conns.head != NULL;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -274,7 +281,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_limits(&cfg, sel);
     struct runtime *rt = runtime_build(&srv, &cfg, ++generation);
     FZ_CHECK(rt != NULL);
-    atomic_store(&srv.rt, rt);
+    atomic_store(&srv.conns.current.rt, rt);
 
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
@@ -284,8 +291,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
     setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
     struct sockaddr_storage peer = { .ss_family = AF_INET };
-    atomic_fetch_add(&srv.nconns, 1);
-    FZ_CHECK(conn_create(&srv, &listener, sv[0], &peer, &worker, NULL) == 0);
+    atomic_fetch_add(&srv.conns.open, 1);
+    FZ_CHECK(conn_create(&listener, sv[0], &peer, &worker, NULL) == 0);
     static struct client cl;
     memset(&cl, 0, sizeof(cl));
     cl.fd = sv[1];
@@ -316,7 +323,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* Whatever is still open now is waiting for the client: expire it like the timer does. */
     if (conn_alive()) {
-        conn_sweep(&srv, INT64_MAX, true, true);
+        conn_sweep(&srv.conns, INT64_MAX, true, true);
         for (unsigned i = 0; i < 16 && conn_alive(); i++)
             pump();
     }
@@ -324,9 +331,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fz: fed %zu/%zu bytes, client read %zu bytes, %u response(s)\n", off,
                 len, cl.got, cl.responses);
     FZ_CHECK(!conn_alive());
-    FZ_CHECK(atomic_load(&srv.nconns) == 0);
+    FZ_CHECK(atomic_load(&srv.conns.open) == 0);
     close(cl.fd);
-    atomic_store(&srv.rt, NULL);
+    atomic_store(&srv.conns.current.rt, NULL);
     runtime_unref(rt);
     FZ_CHECK(open_fds(lo) == fds_before); /* socket and any file being sent are closed */
     return 0;

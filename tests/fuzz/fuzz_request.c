@@ -122,13 +122,13 @@ static void check_request(const struct http_request *req, const char *lo, const 
                           size_t head_len)
 {
     FZ_CHECK(req->http_major == 1 && req->http_minor <= 1);
-    FZ_CHECK(req->target.len > 0 && req->target.len <= cfg.max_uri_length);
+    FZ_CHECK(req->target.len > 0 && req->target.len <= cfg.http.max_uri_length);
     check_view(req->method_name, lo, hi);
     check_view(req->target, lo, hi);
     check_view(req->query, lo, hi);
     check_view(req->host, lo, hi);
-    FZ_CHECK(req->nheaders <= cfg.max_headers);
-    FZ_CHECK(head_len <= cfg.max_head_size + 4);
+    FZ_CHECK(req->nheaders <= cfg.http.max_headers);
+    FZ_CHECK(head_len <= cfg.http.max_head_size + 4);
     FZ_CHECK(!http_has_obs_fold(lo, head_len));
     if (req->http_minor == 1)
         FZ_CHECK(req->host_count == 1);
@@ -153,7 +153,7 @@ static void check_request(const struct http_request *req, const char *lo, const 
         }
     }
     if (!req->chunked)
-        FZ_CHECK(req->content_length <= cfg.max_body_size);
+        FZ_CHECK(req->content_length <= cfg.http.max_body_size);
     FZ_CHECK(req->has_body == (req->chunked || req->content_length > 0));
 
     /* route and path: what a handler would do with it */
@@ -222,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     http_parser_init(&parser);
     struct http_request req;
     struct http_body_count body = { 0, 0 };
-    struct http_parse ps = { .parser = &parser, .cfg = &cfg, .req = &req, .body = &body };
+    struct http_parse ps = { .parser = &parser, .limits = &cfg.http, .req = &req, .body = &body };
     size_t pos = 0, avail = len ? fz_chunk(&rng, len) : 0;
     bool in_body = false;
     for (unsigned guard = 0; guard < 100000; guard++) {
@@ -260,7 +260,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 continue;
             }
             FZ_CHECK(r == HTTP_PARSE_INCOMPLETE);
-            FZ_CHECK(avail - pos <= cfg.max_head_size);
+            FZ_CHECK(avail - pos <= cfg.http.max_head_size);
         }
         /* need more input: it "arrives" */
         if (avail == len)

@@ -89,7 +89,7 @@ int main(void)
              root);
     ok(load(&cfg, text) == CONFIG_OK && err[0] == '\0', "a valid file loads, nothing printed");
     is_int(cfg.threads, 3, "threads 3");
-    is_int(cfg.max_body_size, 2 * 1024 * 1024, "max_body_size 2m");
+    is_int(cfg.http.max_body_size, 2 * 1024 * 1024, "max_body_size 2m");
     is_int(cfg.timeout_header, 1500, "timeout_header 1500ms");
     is_int(cfg.timeout_body, 120000, "timeout_body 2m");
     ok(cfg.nlisten == 1 && !strcmp(cfg.listen[0].text, "127.0.0.1:0"),
