@@ -4,13 +4,10 @@ at a site's root (site_rules_files on). The rule engine itself is unit-tested
 (tests/unit/test_rules.c); these tests start the server and check what a client sees."""
 
 import os
-import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import run_lfhttpd  # noqa: E402
-from lib.procs import wait_until  # noqa: E402
-from lib.server import Conn, Server, get, raw, req  # noqa: E402
+from lib.ops import run_lfhttpd
+from lib.server import Conn, Server, get, raw, req, wait_until
 
 
 def _site(tmpdir, conf, files=None, redirects=None, headers=None):
