@@ -486,3 +486,26 @@ def test_access_log_shows_the_original_request_and_handlers_see_the_rewrite(tmpd
         assert r.status == 200 and r.header("X-Deferred") is None, r
         assert wait_until(lambda: os.path.exists(log) and
                           "GET /pretty/page?x=1 HTTP/1.1" in open(log).read(), 5)
+
+
+def test_rules_run_after_access_and_cors_and_their_headers_come_last(tmpdir):
+    conf = "\n".join([
+        "location /closed/ {",
+        "    deny all",
+        "}",
+        "redirect /closed/* /elsewhere 302",
+        "cors_allow_origin https://app.example",
+        "redirect /r /about.html 302",
+        "header /* X-Rule yes",
+        "header /replaced Access-Control-Allow-Origin https://other.example",
+        ""])
+    _, srv = _start(tmpdir, conf, files={"about.html": "about", "replaced": "r"})
+    with srv:
+        assert get(srv, "/closed/x").status == 403          # access before the rules
+        origin = {"Origin": "https://app.example"}
+        r = get(srv, "/r", headers=origin)                   # CORS fields on a rule's redirect
+        assert _loc(r) == (302, "/about.html")
+        assert r.header("Access-Control-Allow-Origin") == "https://app.example"
+        assert r.header("X-Rule") == "yes"
+        r = get(srv, "/replaced", headers=origin)             # a rule's header comes last
+        assert r.header_all("Access-Control-Allow-Origin") == ["https://other.example"]
