@@ -14,6 +14,7 @@
 #include "conf/runtime.h"
 #include "exchange/server_view.h"
 #include "static/static_conf.h"
+#include "log/diag.h"
 
 static const struct handler_ops *const registry[] = {
     &static_file_handler, /* static: files beneath the root (the default) */
@@ -91,7 +92,7 @@ int handlers_generation_init(struct server *srv, struct runtime *rt)
         struct handler_env env = { srv, rt, server_handler_state(srv, (unsigned)i), NULL };
         rt->handler_free[i] = registry[i]->generation_free; /* also what a failure left */
         if (registry[i]->generation_init(&env, &rt->handler_state[i], err, sizeof(err)) < 0) {
-            fprintf(stderr, "%s\n", err);
+            diag("%s\n", err);
             return -1;
         }
     }

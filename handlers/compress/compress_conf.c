@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conf/directives.h"
+#include "log/diag.h"
 
 unsigned compress_conf_slot;
 
@@ -40,8 +41,8 @@ static int d_types(const struct directive *d, const struct dir_ctx *x, char **ar
     struct compress_conf *cl = directive_field(d, x);
     for (int i = 0; i < nargs; i++)
         if (!media_pattern_ok(args[i])) {
-            fprintf(stderr, "%s: invalid media type '%s' for '%s' (type/subtype, one '*' "
-                            "allowed in the subtype)\n", x->where, args[i], d->name);
+            diag("%s: invalid media type '%s' for '%s' (type/subtype, one '*' "
+                 "allowed in the subtype)\n", x->where, args[i], d->name);
             return -1;
         }
     char **types = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof(char *));
@@ -73,8 +74,8 @@ static int d_level(const struct directive *d, const struct dir_ctx *x, char **ar
     char *end;
     long v = strtol(args[1], &end, 10);
     if (!isdigit((unsigned char)args[1][0]) || *end || v < lo[c] || v > hi[c]) {
-        fprintf(stderr, "%s: %s %s takes %d to %d, not '%s'\n", x->where, d->name, words[c],
-                lo[c], hi[c], args[1]);
+        diag("%s: %s %s takes %d to %d, not '%s'\n", x->where, d->name, words[c],
+             lo[c], hi[c], args[1]);
         return -1;
     }
     ((struct compress_conf *)directive_field(d, x))->level[c] = (int)v;

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "conf/config.h"
 #include "log/log.h"
+#include "log/diag.h"
 
 /* STATUS= from the tick is rebuilt every this many ticks (once a second at 250 ms) and sent
  * only when it changed. */
@@ -33,7 +34,7 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
     char **names = NULL;
     int n = sd_listen_fds_with_names(1, &names);
     if (n < 0) {
-        fprintf(stderr, "lfhttpd: sockets passed by systemd: %s\n", strerror(-n));
+        diag("lfhttpd: sockets passed by systemd: %s\n", strerror(-n));
         return -1;
     }
     int rc = 0;
@@ -42,8 +43,8 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
         const char *name = names && names[i] ? names[i] : "unknown";
         if (rc < 0 || sd->nsockets == SYSTEMD_MAX_SOCKETS) {
             if (rc == 0)
-                fprintf(stderr, "lfhttpd: systemd passed %d sockets; at most %d are served\n", n,
-                        SYSTEMD_MAX_SOCKETS);
+                diag("lfhttpd: systemd passed %d sockets; at most %d are served\n", n,
+                     SYSTEMD_MAX_SOCKETS);
             rc = -1;
             close(fd);
             continue;
@@ -54,8 +55,8 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
         s->sslen = sizeof(s->ss);
         if ((sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) <= 0) ||
             getsockname(fd, (struct sockaddr *)&s->ss, &s->sslen) < 0) {
-            fprintf(stderr, "lfhttpd: socket %d ('%s') passed by systemd is not a listening TCP "
-                            "socket (ListenStream= with an address or a port)\n", fd, name);
+            diag("lfhttpd: socket %d ('%s') passed by systemd is not a listening TCP "
+                 "socket (ListenStream= with an address or a port)\n", fd, name);
             close(fd);
             rc = -1;
             continue;
@@ -64,7 +65,7 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
          * says NonBlocking=yes, and the acceptor needs EAGAIN. */
         int fl = fcntl(fd, F_GETFL);
         if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-            fprintf(stderr, "lfhttpd: socket '%s' passed by systemd: %s\n", name, strerror(errno));
+            diag("lfhttpd: socket '%s' passed by systemd: %s\n", name, strerror(errno));
             close(fd);
             rc = -1;
             continue;

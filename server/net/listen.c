@@ -1,5 +1,6 @@
 /* listen.c — listening sockets; see listen.h. */
 #include "net/listen.h"
+#include "log/diag.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -39,7 +40,7 @@ int listen_open(const struct listen_addr *la, bool reuseport,
 {
     int fd = socket(la->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        fprintf(stderr, "lfhttpd: listen %s: socket: %s\n", la->text, strerror(errno));
+        diag("lfhttpd: listen %s: socket: %s\n", la->text, strerror(errno));
         return -1;
     }
     int one = 1;
@@ -47,13 +48,13 @@ int listen_open(const struct listen_addr *la, bool reuseport,
     if (la->ss.ss_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
-        fprintf(stderr, "lfhttpd: listen %s: SO_REUSEPORT: %s\n", la->text, strerror(errno));
+        diag("lfhttpd: listen %s: SO_REUSEPORT: %s\n", la->text, strerror(errno));
         close(fd);
         return -1;
     }
     if (bind(fd, (const struct sockaddr *)(bind_to ? bind_to : &la->ss), la->sslen) < 0 ||
         listen(fd, LISTEN_BACKLOG) < 0) {
-        fprintf(stderr, "lfhttpd: listen %s: %s\n", la->text, strerror(errno));
+        diag("lfhttpd: listen %s: %s\n", la->text, strerror(errno));
         close(fd);
         return -1;
     }

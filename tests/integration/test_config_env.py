@@ -4,6 +4,7 @@ refused), errors as FILE:LINE: reason, and reload_on_change for the files a patt
 
 import os
 import re
+import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -152,6 +153,39 @@ def test_a_file_added_to_an_included_pattern_reloads(tmpdir):
         assert wait_until(lambda: "configuration reloaded (generation 2)" in srv.stderr, 15), \
             srv.stderr
         assert get(srv, "/v.txt").body == b"BBB"
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+
+
+def test_an_invalid_value_from_the_environment_is_named_by_its_reference(tmpdir):
+    """The error shows ${NAME} as written, never the value (it may be a secret), whether the
+    message quotes the whole value or a piece of it."""
+    path = write_file(os.path.join(tmpdir, "t.conf"), "root /\nthreads ${LF_SECRET}\n")
+    line = _error(tmpdir, path, {"LF_SECRET": "s3cret"})
+    assert line == "%s:2: invalid value '${LF_SECRET}' for 'threads' (1..1024)" % path, line
+    path = write_file(os.path.join(tmpdir, "u.conf"),
+                      "root ${LF_SECRET_DIR}/gone\n")
+    line = _error(tmpdir, path, {"LF_SECRET_DIR": os.path.join(tmpdir, "s3cret-dir")})
+    assert line.startswith("%s:1: root ${LF_SECRET_DIR}/gone: " % path), line
+    assert "s3cret" not in line, line
+
+
+def test_a_reload_names_the_reference_in_the_error_log_not_the_value(tmpdir):
+    a = _site(tmpdir, "a")
+    log = os.path.join(tmpdir, "error.log")
+    env = dict(os.environ, LF_SECRET="s3cret")
+    srv = ConfServer(tmpdir, "error_log %s\nroot %s\n" % (log, a), error_log=log, env=env)
+    try:
+        write_file(srv.conf_path, "error_log %s\nroot %s\nleader_batch ${LF_SECRET}\n" % (log, a))
+        srv.signal(signal.SIGHUP)
+        assert wait_until(lambda: "configuration not reloaded" in open(log).read(), 15), \
+            open(log).read()
+        text = open(log).read()
+        assert "%s:3: invalid value '${LF_SECRET}' for 'leader_batch'" % srv.conf_path in text, \
+            text
+        assert "s3cret" not in text + srv.stderr, text
+        assert get(srv, "/v.txt").body == b"AAA"
     finally:
         srv.stop()
     assert srv.returncode == 0
