@@ -583,6 +583,7 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         }
         config_parse_listen("0.0.0.0:8080", &cfg->listen[cfg->nlisten]);
         cfg->nlisten++;
+        cfg->listen_default = true;
     }
     bool tls = config_has_tls(cfg);
     if (tls && cfg->ncerts == 0) {

@@ -417,10 +417,6 @@ static int add_core_handles(struct server *srv)
  * matches it, else bound here); a passed socket that no listener takes is an error. */
 static int open_listeners(struct server *srv, const struct config *c)
 {
-    if (systemd_init(&srv->sd, TICK_MS) < 0)
-        return -1;
-    srv->sd.summary = status_summary;
-    srv->sd.summary_arg = srv;
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
     if (unused) {
         diag("lfhttpd: socket '%s' passed by systemd is used by no listener (add "
@@ -439,6 +435,17 @@ static int open_listeners(struct server *srv, const struct config *c)
     return 0;
 }
 
+/* No listener configured, and systemd passed sockets: serve on them instead of the default
+ * (socket activation with a configuration that names no address). */
+static void listen_on_passed(const struct systemd_state *sd, struct config *cfg)
+{
+    if (!cfg->listen_default || !sd->nsockets)
+        return;
+    cfg->nlisten--; /* the default, added last */
+    cfg->nlisten += systemd_listeners(sd, cfg->listen + cfg->nlisten,
+                                      CONFIG_MAX_LISTEN - cfg->nlisten);
+}
+
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
@@ -454,6 +461,13 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
+    if (!test_only) { /* -t takes no socket: they stay for the server it checks for */
+        if (systemd_init(&srv->sd, TICK_MS) < 0)
+            return -1;
+        srv->sd.summary = status_summary;
+        srv->sd.summary_arg = srv;
+        listen_on_passed(&srv->sd, cfg);
+    }
     struct runtime *rt = runtime_build(srv, cfg, ++srv->generation);
     if (!rt)
         return -1;
@@ -604,6 +618,7 @@ static void reload(struct server *srv, const char *why)
         goto not_reloaded; /* (it freed what it had parsed) */
     cur = server_runtime(srv);
     warn_restart_only(cfg, cur, why);
+    listen_on_passed(&srv->sd, cfg);
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg->listen, cfg->nlisten);
     if (unused) {
         log_error("%s: socket '%s' passed by systemd would be used by no listener; "
