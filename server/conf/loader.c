@@ -433,7 +433,10 @@ static void usage(FILE *out)
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
             "\n"
-            "Command-line options override the configuration file.\n");
+            "Command-line options override the configuration file. LFHTTPD_LISTEN,\n"
+            "LFHTTPD_TLS_LISTEN, LFHTTPD_ROOT, LFHTTPD_THREADS, LFHTTPD_CONCURRENCY,\n"
+            "LFHTTPD_USER and LFHTTPD_CONFIG stand for their options, applied before the\n"
+            "command line's (which win).\n");
 }
 
 static bool is_number(const char *s)
@@ -498,11 +501,16 @@ static int apply_flag(struct config *cfg, const char *where, const char *name, c
     return d ? directive_apply(d, &x, &val, 1) : -1;
 }
 
-/* Apply `--name VALUE`. Returns 0 or -1 (message printed). */
-static int cli_option(struct config *cfg, struct cli *cl, const char *name, char *val)
+/* Apply `--name VALUE` (given as `from`: NULL for the command line, else the variable).
+ * Returns 0 or -1 (message printed). */
+static int cli_option(struct config *cfg, struct cli *cl, const char *name, char *val,
+                      const char *from)
 {
     char where[64];
-    snprintf(where, sizeof(where), "lfhttpd: --%s", name);
+    if (from)
+        snprintf(where, sizeof(where), "lfhttpd: %s", from);
+    else
+        snprintf(where, sizeof(where), "lfhttpd: --%s", name);
     if (!strcmp(name, "config"))
         return 0; /* handled in pass 1 */
     if (!strcmp(name, "cert") || !strcmp(name, "key")) {
@@ -628,12 +636,76 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
     return CONFIG_OK;
 }
 
+/* The flags LFHTTPD_NAME variables stand for (--tls-listen: LFHTTPD_TLS_LISTEN). */
+static const char *const env_flags[] = { "listen", "tls-listen", "root", "threads",
+                                         "concurrency", "user", NULL };
+#define ENV_VALUE_MAX 1024 /* a variable's value, its addresses included */
+
+/* The variable for `flag` into var[cap]; its value hidden from the messages (diag.h) like a
+ * ${NAME}'s. Returns the value (NULL: unset or empty), or sets *err on failure. */
+static const char *env_flag(struct config *cfg, const char *flag, char *var, size_t cap,
+                            bool *err)
+{
+    size_t n = (size_t)snprintf(var, cap, "LFHTTPD_%s", flag);
+    for (size_t i = 8; i < n && i < cap; i++)
+        var[i] = var[i] == '-' ? '_' : (char)toupper((unsigned char)var[i]);
+    const char *v = getenv(var);
+    if (!v || !*v)
+        return NULL;
+    char ref[80];
+    int rlen = snprintf(ref, sizeof(ref), "${%s}", var);
+    *err = config_add_secret(cfg, ref, (size_t)rlen, v, strlen(v)) < 0;
+    return *err ? NULL : v;
+}
+
+/* LFHTTPD_* variables, applied as their flags before the command line's (which win: its
+ * --listen replaces their listeners, a flag given again overrides). LFHTTPD_LISTEN and
+ * LFHTTPD_TLS_LISTEN take addresses separated by commas or spaces. Returns 0 or -1. */
+static int env_options(struct config *cfg)
+{
+    struct cli cl = { 0 };
+    for (size_t k = 0; env_flags[k]; k++) {
+        char var[40], buf[ENV_VALUE_MAX];
+        bool err = false;
+        const char *v = env_flag(cfg, env_flags[k], var, sizeof(var), &err);
+        if (err)
+            return -1;
+        if (!v)
+            continue;
+        if (strlen(v) >= sizeof(buf)) {
+            diag("lfhttpd: %s: value too long\n", var);
+            return -1;
+        }
+        snprintf(buf, sizeof(buf), "%s", v);
+        bool list = strstr(env_flags[k], "listen") != NULL;
+        char *save = NULL;
+        for (char *t = list ? strtok_r(buf, ", \t", &save) : buf; t;
+             t = list ? strtok_r(NULL, ", \t", &save) : NULL) {
+            char ref[80]; /* each address of a list is hidden on its own too */
+            int rlen = snprintf(ref, sizeof(ref), "${%s}", var);
+            if (config_add_secret(cfg, ref, (size_t)rlen, t, strlen(t)) < 0 ||
+                cli_option(cfg, &cl, env_flags[k], t, var) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 static enum config_result parse_args(struct config *cfg, int argc, char **argv)
 {
     if (config_defaults(cfg) < 0)
         return CONFIG_ERROR;
     cfg->config_file = config_flag(argc, argv);
+    if (!cfg->config_file) {
+        char var[40];
+        bool err = false;
+        cfg->config_file = env_flag(cfg, "config", var, sizeof(var), &err);
+        if (err)
+            return CONFIG_ERROR;
+    }
     if (cfg->config_file && config_load_file(cfg, cfg->config_file) < 0)
+        return CONFIG_ERROR;
+    if (env_options(cfg) < 0)
         return CONFIG_ERROR;
     struct cli cl = { 0 };
     bool only_args = false;
@@ -667,7 +739,7 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
                 diag("lfhttpd: option '--%s' needs a value (see --help)\n", name);
                 return CONFIG_ERROR;
             }
-            if (cli_option(cfg, &cl, name, val ? val : argv[++i]) < 0)
+            if (cli_option(cfg, &cl, name, val ? val : argv[++i], NULL) < 0)
                 return CONFIG_ERROR;
         }
     }

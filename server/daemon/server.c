@@ -679,8 +679,15 @@ void server_run(struct server *srv)
         if (srv->listeners[i].copy == 0)
             log_notice("listening on %s", srv->listeners[i].url);
     struct runtime *rt = server_runtime(srv);
-    log_notice("lfhttpd serving %s with %u threads (%s; %s)", rt->cfg.sites.sites[0].base.root,
-               srv->pool.nthreads, concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
+    /* A root from the environment is shown as its reference (diag.h); only the root: a
+     * count or a model's name may well equal a short value taken from the environment. */
+    const char *root = rt->cfg.sites.sites[0].base.root;
+    char shown[PATH_MAX];
+    diag_secrets(rt->cfg.secrets, rt->cfg.nsecrets);
+    diag_scrub(root, strlen(root), shown, sizeof(shown));
+    diag_secrets(NULL, 0);
+    log_notice("lfhttpd serving %s with %u threads (%s; %s)", shown, srv->pool.nthreads,
+               concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
     runtime_unref(rt);
     /* Every listener is in the handle set; requests are answered from the first tp_run
      * iteration on. (Before this, a probe's connection waits in the listen queue.) */
