@@ -85,6 +85,8 @@ int config_parse_listen(const char *s, struct listen_addr *la)
     const char *port;
     memset(la, 0, sizeof(*la));
     snprintf(la->text, sizeof(la->text), "%s", s);
+    if (!strncmp(s, "unix:", 5))
+        return listen_parse_unix(s, la);
     if (!strncmp(s, "systemd:", 8)) { /* a socket passed by systemd, by FileDescriptorName= */
         const char *name = s + 8;
         size_t n = strlen(name);

@@ -8,6 +8,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,8 +249,43 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
 
 /* ---- process-wide appliers --------------------------------------------------------------------- */
 
-/* listen ADDR:PORT [proxy_protocol], tls_listen ADDR:PORT [proxy_protocol], admin_listen
- * ADDR:PORT */
+/* A Unix-domain listener's mode=OCTAL, user=NAME, group=NAME. Returns 0, 1 (not one of
+ * them) or -1 (message printed). */
+static int listen_unix_option(const struct dir_ctx *x, struct listen_addr *la, const char *o)
+{
+    if (!strncmp(o, "mode=", 5)) {
+        char *end;
+        unsigned long m = strtoul(o + 5, &end, 8);
+        if (!o[5] || *end || m > 07777) {
+            diag("%s: invalid listen mode '%s' (octal, e.g. mode=0660)\n", x->where, o + 5);
+            return -1;
+        }
+        la->mode = (unsigned)m;
+        return 0;
+    }
+    if (!strncmp(o, "user=", 5)) {
+        struct passwd *pw = getpwnam(o + 5);
+        if (!pw) {
+            diag("%s: listen: user '%s' does not exist\n", x->where, o + 5);
+            return -1;
+        }
+        la->uid = pw->pw_uid;
+        return 0;
+    }
+    if (!strncmp(o, "group=", 6)) {
+        struct group *gr = getgrnam(o + 6);
+        if (!gr) {
+            diag("%s: listen: group '%s' does not exist\n", x->where, o + 6);
+            return -1;
+        }
+        la->gid = gr->gr_gid;
+        return 0;
+    }
+    return 1;
+}
+
+/* listen ADDR:PORT|unix:/PATH [proxy_protocol] [mode=M user=U group=G], tls_listen (the
+ * same), admin_listen ADDR:PORT|unix:/PATH [mode=M user=U group=G] */
 static int d_listen(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     struct config *cfg = x->cfg;
@@ -261,21 +298,32 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
     if (rc == -ENOMEM)
         return directive_oom(x);
     if (rc < 0) {
-        diag("%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT or "
+        diag("%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT, unix:/PATH or "
              "systemd:NAME)\n",
              x->where, args[0]);
         return -1;
     }
-    if (nargs == 2) {
-        if (strcmp(args[1], "proxy_protocol")) {
-            diag("%s: unknown listen option '%s' (proxy_protocol)\n", x->where,
-                 args[1]);
+    if (listen_unix_blocked(la)) { /* refused now, with its line, rather than at the bind */
+        diag("%s: listen %s: the file exists and is not a socket\n", x->where, args[0]);
+        return -1;
+    }
+    bool admin = !strcmp(d->name, "admin_listen"), is_unix = la->ss.ss_family == AF_UNIX;
+    for (int i = 1; i < nargs; i++) {
+        int r = is_unix ? listen_unix_option(x, la, args[i]) : 1;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            continue;
+        if (strcmp(args[i], "proxy_protocol") || admin) {
+            diag("%s: unknown listen option '%s' (%s)\n", x->where, args[i],
+                 admin ? (is_unix ? "mode=, user=, group=" : "none")
+                 : is_unix ? "proxy_protocol, mode=, user=, group=" : "proxy_protocol");
             return -1;
         }
         la->proxy_protocol = true;
     }
     la->tls = !strcmp(d->name, "tls_listen");
-    la->admin = !strcmp(d->name, "admin_listen");
+    la->admin = admin;
     la->line = x->line;
     cfg->nlisten++;
     return 0;
@@ -590,8 +638,10 @@ static int d_limit_req(const struct directive *d, const struct dir_ctx *x, char 
 
 static const struct directive directive_table[] = {
     /* process-wide: listeners, threads, logs */
-    { "listen", IN_TOP, 1, 2, "ADDR:PORT [proxy_protocol]", d_listen, 0, 0, 0, 0, 0 },
-    { "admin_listen", IN_TOP, 1, 1, "ADDR:PORT", d_listen, 0, 0, 0, 0, 0 },
+    { "listen", IN_TOP, 1, 5, "ADDR:PORT|unix:/PATH [proxy_protocol] [mode=M] [user=U] [group=G]",
+      d_listen, 0, 0, 0, 0, 0 },
+    { "admin_listen", IN_TOP, 1, 4, "ADDR:PORT|unix:/PATH [mode=M] [user=U] [group=G]", d_listen,
+      0, 0, 0, 0, 0 },
     { "threads", IN_TOP, ONE, d_auto, NUM(TOP(threads), F_UNSIGNED, U_COUNT, 1, 1024) },
     { "leader_batch", IN_TOP, ONE, directive_number, NUM(TOP(batch), F_INT, U_COUNT, 1, 64) },
     { "concurrency", IN_TOP, ONE, d_concurrency, 0, 0, 0, 0, 0 },
@@ -662,7 +712,8 @@ static const struct directive directive_table[] = {
       NUM(TOP(drain_delay), F_UNSIGNED, U_MS, 0, 3600000) },
     { "reload_on_change", IN_TOP, ONE, directive_onoff, TOP(reload_on_change), 0, 0, 0, 0 },
     /* process-wide: TLS */
-    { "tls_listen", IN_TOP, 1, 2, "ADDR:PORT [proxy_protocol]", d_listen, 0, 0, 0, 0, 0 },
+    { "tls_listen", IN_TOP, 1, 5, "ADDR:PORT|unix:/PATH [proxy_protocol] [mode=M] ...", d_listen,
+      0, 0, 0, 0, 0 },
     { "tls_certificate", IN_TOP, 2, 0, "a certificate file, a key file and optional server names",
       d_certificate, 0, 0, 0, 0, 0 },
     { "tls_passphrase_file", IN_TOP, ONE, d_path, TOP(tls_passphrase_file), 0, 0, 0, 0 },

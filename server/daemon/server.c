@@ -358,7 +358,12 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
         l->eh.fd = -1;
         l->hs = &srv->hs[k];
         l->copy = k;
-        if (acceptor_open(&srv->conns, l, reuseport, k ? &bound : NULL) < 0) {
+        /* A path cannot be bound twice: reuseport's other copies share the one socket. */
+        int rc = k && la->ss.ss_family == AF_UNIX
+                     ? acceptor_adopt(&srv->conns, l, srv->listeners[i].eh.fd)
+                     : acceptor_open(&srv->conns, l, reuseport, k ? &bound : NULL);
+        l->inherited = false;
+        if (rc < 0) {
             for (unsigned j = 0; j < k; j++)
                 close(srv->listeners[i + j].eh.fd);
             return -1;
@@ -761,8 +766,12 @@ void server_destroy(struct server *srv)
     srv->watch = NULL;
     handlers_stop(srv);
     conn_free_open(&srv->conns);
-    for (unsigned i = 0; i < srv->nlisteners; i++)
-        close(srv->listeners[i].eh.fd);
+    for (unsigned i = 0; i < srv->nlisteners; i++) {
+        const struct listener *l = &srv->listeners[i];
+        if (l->copy == 0 && !l->inherited && !atomic_load(&l->closed))
+            listen_unlink(&l->addr); /* our socket file: no stale one left behind */
+        close(l->eh.fd);
+    }
     systemd_close(&srv->sd);
     if (srv->timer.eh.fd >= 0)
         close(srv->timer.eh.fd);
