@@ -122,7 +122,7 @@ endif
 CPPFLAGS += -D_GNU_SOURCE $(LLHTTP_DEFS) -Iserver -Ihandlers -I$(LLHTTP_INC)
 CFLAGS   += -std=gnu11 $(OPT) -fno-omit-frame-pointer $(HARDEN) $(SANFLAGS) -pthread
 LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
-LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd
+LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd -lcurl -ljson-c
 
 SRCS := $(wildcard server/*/*.c) $(wildcard handlers/*.c handlers/*/*.c)
 # Assembler files: data embedded at build time (handlers/builtin/status_html.S: status.html).
@@ -174,7 +174,12 @@ $(BUILD)/tests/test_client_limits: private LDFLAGS += \
 # test_rules too: matching and expanding a rule allocate nothing.
 $(BUILD)/tests/test_rules: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 
-unit: $(UNIT_BINS)
+# tests/acme/acme_drive: drives server/acme/ against the test CA (tests/integration/test_acme.py)
+$(BUILD)/tests/acme_drive: tests/acme/acme_drive.c $(BUILD)/liblfhttpd.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
+
+unit: $(UNIT_BINS) $(BUILD)/tests/acme_drive
 
 # `make deps` installs what the build and the tests need. As a prerequisite it would install
 # too late for the make that runs it (see the top): list the goal in DEPS_GOALS instead.
@@ -204,13 +209,14 @@ run: all
 	./$(BUILD)/lfhttpd --config conf/lfhttpd.conf --listen $(RUN_LISTEN)
 
 # CONCURRENCY=half-sync-half-async|reuseport|leader-followers-edge runs the suite under that
-# strategy; TESTS=NAME only the tests whose name (unit/test_x, or test_file.py::test_name)
-# contains NAME.
-# With TESTS, only the unit tests it selects are built (run.py names them unit/test_x).
-TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(findstring $(TESTS),unit/$(notdir $(b))),$(b))),$(UNIT_BINS))
-test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so
-	@python3 tests/run.py --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
-	    $(if $(TESTS),-k '$(TESTS)')
+# strategy; TESTS=NAME only the tests whose name contains NAME (A,B: either): the unit tests
+# named unit/test_x (run by prove), the others selected with pytest -k NAME (tests/suite.sh).
+# With TESTS, only the unit tests it selects are built.
+comma := ,
+TEST_UNITS := $(if $(TESTS),$(foreach b,$(UNIT_BINS),$(if $(strip $(foreach t,$(subst $(comma), ,$(TESTS)),$(findstring $(t),unit/$(notdir $(b))))),$(b))),$(UNIT_BINS))
+test: all $(TEST_UNITS) $(BUILD)/fault/libfault.so $(BUILD)/tests/acme_drive
+	@sh tests/suite.sh --build $(BUILD) $(if $(CONCURRENCY),--concurrency $(CONCURRENCY)) \
+	    $(if $(TESTS),--tests '$(TESTS)')
 
 container-test:
 	@bash tests/container/run.sh

@@ -26,6 +26,9 @@ Phases (BENCH_PHASES, default all, in this order):
               switches, heap allocation calls (bench/alloccount.c, LD_PRELOAD) and CPU time per
               request. A strategy this build of lfhttpd rejects is skipped with a note.
 
+BENCH_LFHTTPD_CONF: configuration lines (separated by ';') appended to every lfhttpd's, to
+measure a feature's cost: e.g. "compress_cache_dir /tmp/c;compress_dictionary /*.html".
+
 Writes build/bench/report.md and build/bench/results.json; prints a summary.
 Python standard library only. Every server runs in the foreground as a child of this script, in
 its own process group, and is stopped by that group's id; nothing is left running.
@@ -1562,6 +1565,8 @@ def main():
     # Started as root, a newer lfhttpd becomes `nobody`; under valgrind the profile (opened as
     # root) could then not be written. Stay root, as h2o and lighttpd do here.
     LFHTTPD_EXTRA[:] = ["user root"] if lfhttpd_accepts("user root") else []
+    LFHTTPD_EXTRA.extend(l.strip() for l in os.environ.get("BENCH_LFHTTPD_CONF", "").split(";")
+                         if l.strip())
     tls = None
     scenarios = [sc for sc in SCENARIOS if not sc.tls]
     if TLS_MODE == "0":

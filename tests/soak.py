@@ -431,7 +431,8 @@ class Soak:
         self.count("log lines", data.count(b"\n"))
 
     def sample(self):
-        from lib.probe import fd_count, rss_kib
+        from lib.probe import fd_count
+        from lib.procs import rss_kib
         from lib.fault import task_count
         try:
             m = self.metrics()

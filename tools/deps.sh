@@ -22,9 +22,11 @@ set -eu
 pkgs=""
 for set in "$@"; do
     case $set in
-    # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress/)
+    # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress/);
+    # libcurl (OpenSSL flavour) and json-c: the ACME client's requests and responses (server/acme/)
     build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev
-                 libbrotli-dev libzstd-dev libsystemd-dev python3" ;;
+                 libbrotli-dev libzstd-dev libsystemd-dev libcurl4-openssl-dev libjson-c-dev
+                 python3" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
     # (tests/integration/test_status.py); testssl.sh: the TLS check in CI (.ci/testssl.sh);
@@ -32,10 +34,14 @@ for set in "$@"; do
     # systemd: systemd-socket-activate and systemd-analyze (test_systemd.py, test_install.py);
     # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv;
     # strace: the system calls the server makes, against the unit's SystemCallFilter;
-    # prometheus: promtool checks the /metrics exposition (test_metrics.py).
+    # prometheus: promtool checks the /metrics exposition (test_metrics.py); pebble: the test
+    # ACME CA (test_acme.py); python3-pytest runs the integration tests, two files at a time
+    # (python3-pytest-xdist), each test bounded (python3-pytest-timeout); perl's prove runs
+    # the unit tests (TAP).
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
                 python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace
-                prometheus" ;;
+                prometheus pebble python3-pytest python3-pytest-xdist python3-pytest-timeout
+                perl" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     analyze) pkgs="$pkgs cppcheck" ;;
     package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
@@ -46,7 +52,8 @@ for set in "$@"; do
     # architecture is added first, below), and qemu-user-static to run what it builds here.
     arm64) pkgs="$pkgs crossbuild-essential-arm64 qemu-user-static node-llhttp curl openssl
                  libc6-dev:arm64 libssl-dev:arm64 libcrypt-dev:arm64 zlib1g-dev:arm64
-                 libbrotli-dev:arm64 libzstd-dev:arm64 libsystemd-dev:arm64" ;;
+                 libbrotli-dev:arm64 libzstd-dev:arm64 libsystemd-dev:arm64
+                 libcurl4-openssl-dev:arm64 libjson-c-dev:arm64" ;;
     *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package, analyze, arm64)" >&2
        exit 2 ;;
     esac

@@ -29,6 +29,7 @@ LAYERS = [
     ("server/rules", "site rules without I/O: path patterns, `_redirects` and `_headers` files, "
                      "the rule set's index, targets"),
     ("server/net", "sockets and TLS: listening sockets, TLS contexts and tickets"),
+    ("server/acme", "automatic certificates: the ACME client, its state and its thread"),
     ("server/conf", "configuration: the parser, the directive registry, sites and locations, "
                     "one generation (runtime)"),
     ("server/conn", "connections: the acceptor, the connection's state machine, transports "

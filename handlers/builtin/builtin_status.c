@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "builtin/builtin.h"
+#include "base/fdio.h"
 #include "builtin/builtin_conf.h"
 #include "exchange/handler.h"
 #include "exchange/exchange.h"
@@ -339,14 +340,10 @@ static int send_exposition(struct exchange *ex, const struct stats_writer *o)
     int fd = memfd_create("lfhttpd-metrics", MFD_CLOEXEC);
     if (fd < 0)
         return ex_error(ex, ex_status_for_errno(errno));
-    for (size_t off = 0; off < o->len;) {
-        ssize_t n = write(fd, o->buf + off, o->len - off);
-        if (n < 0) {
-            int e = errno;
-            close(fd);
-            return ex_error(ex, ex_status_for_errno(e));
-        }
-        off += (size_t)n;
+    int rc = fd_write_all(fd, o->buf, o->len);
+    if (rc < 0) {
+        close(fd);
+        return ex_error(ex, ex_status_for_errno(-rc));
     }
     char head[RESP_HEAD_MAX];
     struct response r;

@@ -27,6 +27,74 @@ static bool dropped(struct strview n)
     return false;
 }
 
+/* Status: three digits, then a space and a reason or nothing; 200-599. */
+static const char *take_status(struct cgi_head *h, struct strview v)
+{
+    if (h->status || v.len < 3 || !isdigit((unsigned char)v.ptr[0]) ||
+        !isdigit((unsigned char)v.ptr[1]) || !isdigit((unsigned char)v.ptr[2]) ||
+        (v.len > 3 && v.ptr[3] != ' '))
+        return "invalid Status";
+    h->status = (v.ptr[0] - '0') * 100 + (v.ptr[1] - '0') * 10 + (v.ptr[2] - '0');
+    return h->status < 200 || h->status > 599 ? "Status out of range (200-599)" : NULL;
+}
+
+static const char *take_content_length(struct cgi_head *h, struct strview v)
+{
+    int64_t n = 0;
+    if (h->content_length >= 0 || v.len == 0 || v.len > 18)
+        return "invalid Content-Length";
+    for (size_t i = 0; i < v.len; i++) {
+        if (!isdigit((unsigned char)v.ptr[i]))
+            return "invalid Content-Length";
+        n = n * 10 + (v.ptr[i] - '0');
+    }
+    h->content_length = n;
+    return NULL;
+}
+
+/* One header field of the script's: the four the server acts on, or one passed on (unless it
+ * is one the server owns). Returns NULL, or why the head is refused. */
+static const char *take_field(struct cgi_head *h, struct strview name, struct strview value)
+{
+    if (SV_CASE_EQ(name, "status"))
+        return take_status(h, value);
+    if (SV_CASE_EQ(name, "content-length"))
+        return take_content_length(h, value);
+    if (SV_CASE_EQ(name, "content-type")) {
+        if (h->content_type.ptr)
+            return "more than one Content-Type";
+        h->content_type = value;
+    } else if (SV_CASE_EQ(name, "location")) {
+        if (h->location.ptr || value.len == 0)
+            return "invalid Location";
+        h->location = value;
+    } else if (!dropped(name)) {
+        if (h->nfields == CGI_HEAD_MAX_FIELDS)
+            return "too many header fields";
+        h->name[h->nfields] = name;
+        h->value[h->nfields] = value;
+        h->nfields++;
+    }
+    return NULL;
+}
+
+/* One line of the head that is not its end: `name: value`. */
+static const char *take_line(struct cgi_head *h, struct strview line)
+{
+    if (line.ptr[0] == ' ' || line.ptr[0] == '\t')
+        return "folded header line";
+    const char *colon = memchr(line.ptr, ':', line.len);
+    if (!colon)
+        return "header line without a colon";
+    struct strview name = { line.ptr, (size_t)(colon - line.ptr) };
+    struct strview value = sv_trim((struct strview){ colon + 1, line.len - name.len - 1 });
+    if (!is_token(name))
+        return "invalid header name";
+    if (!value_ok(value))
+        return "control character in a header value";
+    return take_field(h, name, value);
+}
+
 int cgi_parse_head(const char *buf, size_t len, struct cgi_head *h, const char **why)
 {
     memset(h, 0, sizeof(*h));
@@ -51,71 +119,7 @@ int cgi_parse_head(const char *buf, size_t len, struct cgi_head *h, const char *
             return 1;
         }
         lines++;
-        if (line.ptr[0] == ' ' || line.ptr[0] == '\t') {
-            *why = "folded header line";
+        if ((*why = take_line(h, line)) != NULL)
             return -1;
-        }
-        const char *colon = memchr(line.ptr, ':', line.len);
-        if (!colon) {
-            *why = "header line without a colon";
-            return -1;
-        }
-        struct strview name = { line.ptr, (size_t)(colon - line.ptr) };
-        struct strview value = sv_trim((struct strview){ colon + 1, line.len - name.len - 1 });
-        if (!is_token(name)) {
-            *why = "invalid header name";
-            return -1;
-        }
-        if (!value_ok(value)) {
-            *why = "control character in a header value";
-            return -1;
-        }
-        if (SV_CASE_EQ(name, "status")) {
-            if (h->status || value.len < 3 || !isdigit((unsigned char)value.ptr[0]) ||
-                !isdigit((unsigned char)value.ptr[1]) || !isdigit((unsigned char)value.ptr[2]) ||
-                (value.len > 3 && value.ptr[3] != ' ')) {
-                *why = "invalid Status";
-                return -1;
-            }
-            h->status = (value.ptr[0] - '0') * 100 + (value.ptr[1] - '0') * 10 + (value.ptr[2] - '0');
-            if (h->status < 200 || h->status > 599) {
-                *why = "Status out of range (200-599)";
-                return -1;
-            }
-        } else if (SV_CASE_EQ(name, "content-type")) {
-            if (h->content_type.ptr) {
-                *why = "more than one Content-Type";
-                return -1;
-            }
-            h->content_type = value;
-        } else if (SV_CASE_EQ(name, "location")) {
-            if (h->location.ptr || value.len == 0) {
-                *why = "invalid Location";
-                return -1;
-            }
-            h->location = value;
-        } else if (SV_CASE_EQ(name, "content-length")) {
-            int64_t v = 0;
-            if (h->content_length >= 0 || value.len == 0 || value.len > 18) {
-                *why = "invalid Content-Length";
-                return -1;
-            }
-            for (size_t i = 0; i < value.len; i++) {
-                if (!isdigit((unsigned char)value.ptr[i])) {
-                    *why = "invalid Content-Length";
-                    return -1;
-                }
-                v = v * 10 + (value.ptr[i] - '0');
-            }
-            h->content_length = v;
-        } else if (!dropped(name)) {
-            if (h->nfields == CGI_HEAD_MAX_FIELDS) {
-                *why = "too many header fields";
-                return -1;
-            }
-            h->name[h->nfields] = name;
-            h->value[h->nfields] = value;
-            h->nfields++;
-        }
     }
 }

@@ -27,13 +27,8 @@ static int brotli_encode(struct codec_source *src, struct codec_sink *out, int l
     bool last = false;
     while (!rc) {
         if (!avail_in && !last) {
-            if (stop && atomic_load_explicit(stop, memory_order_relaxed)) {
-                rc = -ECANCELED;
+            if ((rc = codec_source_next(src, stop, &p, &avail_in, &last)) < 0)
                 break;
-            }
-            if ((rc = codec_source_next(src, &p, &avail_in)) < 0)
-                break;
-            last = src->off == src->size;
         }
         size_t avail_out = sizeof(ob);
         unsigned char *next_out = ob;

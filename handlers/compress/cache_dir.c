@@ -165,6 +165,29 @@ void compress_dir_probe(struct compressor *cz, struct compress_dir *d)
     pthread_mutex_unlock(&d->lock);
 }
 
+struct dict_store *compress_dir_dicts(struct compress_dir *d)
+{
+    struct dict_store *s = atomic_load_explicit(&d->dicts, memory_order_acquire);
+    if (s)
+        return s;
+    pthread_mutex_lock(&d->lock);
+    if (!(s = atomic_load(&d->dicts)) && !d->dicts_failed) {
+        const struct dict_store_limits lim = { DICT_STORE_PER_PATTERN_DEFAULT,
+                                               DICT_STORE_BYTES_DEFAULT,
+                                               DICT_STORE_CAPACITY_DEFAULT };
+        char path[4200], err[512];
+        snprintf(path, sizeof(path), "%s/" COMPRESS_DICT_SUBDIR, d->path);
+        s = dict_store_open(path, &lim, err, sizeof(err));
+        if (s)
+            atomic_store_explicit(&d->dicts, s, memory_order_release);
+        else if ((d->dicts_failed = true))
+            log_warn("compress_dictionary: %s; responses are not compressed against "
+                     "dictionaries", err);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
 int compress_dir_tmpfile(struct compress_dir *d, char tmp[64])
 {
     tmp[0] = '\0';
@@ -256,12 +279,17 @@ void compress_dir_put(struct compressor *cz, struct compress_dir *d)
         d = NULL;
     }
     pthread_mutex_unlock(&cz->lock);
-    if (d) {
-        if (d->fd >= 0)
-            close(d->fd);
-        if (d->rfd >= 0)
-            close(d->rfd);
-        pthread_mutex_destroy(&d->lock);
-        free(d);
-    }
+    if (d)
+        compress_dir_free(d);
+}
+
+void compress_dir_free(struct compress_dir *d)
+{
+    if (d->fd >= 0)
+        close(d->fd);
+    if (d->rfd >= 0)
+        close(d->rfd);
+    dict_store_close(atomic_load(&d->dicts));
+    pthread_mutex_destroy(&d->lock);
+    free(d);
 }

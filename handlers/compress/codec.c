@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
+
 const char *const coding_names[CODING_COUNT] = { "br", "zstd", "gzip" };
 
 const struct codec_ops *const codecs[CODING_COUNT] = {
@@ -22,17 +24,9 @@ int codec_sink_put(struct codec_sink *s, const void *p, size_t n)
     if (s->total + n >= s->limit)
         return -EFBIG;
     if (s->fd >= 0) {
-        const char *c = p;
-        size_t left = n;
-        while (left) {
-            ssize_t w = write(s->fd, c, left);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                return w < 0 ? -errno : -EIO;
-            c += w;
-            left -= (size_t)w;
-        }
+        int rc = fd_write_all(s->fd, p, n);
+        if (rc < 0)
+            return rc;
     } else {
         if (s->total + n > s->cap) {
             size_t nc = s->cap ? s->cap * 2 : 4096;
@@ -50,8 +44,11 @@ int codec_sink_put(struct codec_sink *s, const void *p, size_t n)
     return 0;
 }
 
-int codec_source_next(struct codec_source *src, const unsigned char **p, size_t *n)
+int codec_source_next(struct codec_source *src, _Atomic bool *stop, const unsigned char **p,
+                      size_t *n, bool *last)
 {
+    if (stop && atomic_load_explicit(stop, memory_order_relaxed))
+        return -ECANCELED;
     uint64_t left = src->size - src->off;
     size_t want = left < CODEC_CHUNK ? (size_t)left : CODEC_CHUNK;
     if (src->mem) {
@@ -71,6 +68,7 @@ int codec_source_next(struct codec_source *src, const unsigned char **p, size_t 
     }
     *n = want;
     src->off += want;
+    *last = src->off == src->size;
     return 0;
 }
 

@@ -37,9 +37,11 @@ struct codec_source {
 
 /* Append n bytes to `s`. Returns 0, -EFBIG (the limit), -ENOMEM or -errno. */
 int codec_sink_put(struct codec_sink *s, const void *p, size_t n);
-/* The next piece of input: *p, *n (0 at the end). Returns 0, -ESTALE when the file is shorter
- * than it was (truncated meanwhile), or -errno. */
-int codec_source_next(struct codec_source *src, const unsigned char **p, size_t *n);
+/* The next piece of input: *p, *n (0 at the end); *last when it is the input's last piece.
+ * Returns 0, -ECANCELED when *stop is set (the compressor is stopping; stop may be NULL),
+ * -ESTALE when the file is shorter than it was (truncated meanwhile), or -errno. */
+int codec_source_next(struct codec_source *src, _Atomic bool *stop, const unsigned char **p,
+                      size_t *n, bool *last);
 
 struct codec_ops {
     /* Compress all of `src` into `out` at `level`, checking `stop` (may be NULL) between

@@ -40,8 +40,19 @@ struct compress_streams {
     _Atomic uint64_t bytes_in, bytes_out, busy, failed;
 };
 
+/* What the sent-response counters count: the codings (enum coding), then dcz. */
+#define COMPRESS_SENT_DCZ CODING_COUNT
+#define COMPRESS_SENT_CODINGS (CODING_COUNT + 1)
+extern const char *const compress_sent_names[COMPRESS_SENT_CODINGS];
+
+/* A response of a representation compressed as `which` (COMPRESS_SENT_*, an enum coding) went
+ * out, `saved` bytes shorter than identity (process: the compressor). */
+void compress_count_sent(void *process, int which, uint64_t saved);
+
 struct compress_stats {
     uint64_t made[CODING_COUNT];  /* variants made, per coding (br, zstd, gzip) */
+    uint64_t sent[COMPRESS_SENT_CODINGS], saved[COMPRESS_SENT_CODINGS]; /* and dcz */
+    uint64_t dcz_made, dicts_stored;
     uint64_t bytes_in, bytes_out; /* of the variants made */
     uint64_t not_smaller, failed, disk_hits, disk_writes, disk_evictions, dropped;
     unsigned queued, running;

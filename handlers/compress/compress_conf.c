@@ -90,6 +90,104 @@ static int d_cache_dir(const struct directive *d, const struct dir_ctx *x, char 
     return directive_path_or_off(d, x, args[0], "an absolute path");
 }
 
+/* The patterns and their array (n < 0: unset). */
+static void free_dicts(struct dict_pattern *dicts, int n)
+{
+    for (int i = 0; i < n; i++)
+        dict_pattern_free(&dicts[i]);
+    free(dicts);
+}
+
+/* The options after a compress_dictionary pattern: match-dest=D[,D...] and id=NAME, each at
+ * most once. Fills dests (pointers into args, commas made NULs), *ndests and *id. */
+static int dictionary_options(const struct directive *d, const struct dir_ctx *x, char **args,
+                              int nargs, const char **dests, int *ndests, const char **id)
+{
+    *ndests = 0;
+    *id = NULL;
+    bool seen_dest = false;
+    for (int i = 1; i < nargs; i++) {
+        char *a = args[i];
+        if (!strncmp(a, "match-dest=", 11) && !seen_dest && a[11]) {
+            seen_dest = true;
+            for (char *tok = strtok(a + 11, ","); tok; tok = strtok(NULL, ",")) {
+                if (*ndests == DICT_DESTS_MAX) {
+                    fprintf(stderr, "%s: %s: at most %d destinations in match-dest\n",
+                            x->where, d->name, DICT_DESTS_MAX);
+                    return -1;
+                }
+                dests[(*ndests)++] = tok;
+            }
+        } else if (!strncmp(a, "id=", 3) && !*id && a[3]) {
+            *id = a + 3;
+        } else {
+            fprintf(stderr, "%s: %s: '%s' is not an option (match-dest=DEST[,DEST...] or "
+                            "id=NAME, each once)\n", x->where, d->name, a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* compress_dictionary PATTERN [match-dest=DEST[,DEST...]] [id=NAME] | off: a pattern of this
+ * place, added to those written before it in the same place (not to inherited ones). */
+static int d_dictionary(const struct directive *d, const struct dir_ctx *x, char **args,
+                        int nargs)
+{
+    struct compress_conf *cl = directive_field(d, x);
+    if (nargs == 1 && !strcmp(args[0], "off")) {
+        free_dicts(cl->dicts, cl->ndicts);
+        cl->dicts = NULL;
+        cl->ndicts = 0;
+        return 0;
+    }
+    if (cl->ndicts >= COMPRESS_DICTIONARIES_MAX) {
+        fprintf(stderr, "%s: at most %d %s patterns in one place\n", x->where,
+                COMPRESS_DICTIONARIES_MAX, d->name);
+        return -1;
+    }
+    const char *dests[DICT_DESTS_MAX], *id;
+    int ndests;
+    if (dictionary_options(d, x, args, nargs, dests, &ndests, &id) < 0)
+        return -1;
+    int n = cl->ndicts < 0 ? 0 : cl->ndicts;
+    struct dict_pattern *nd = realloc(cl->dicts, (size_t)(n + 1) * sizeof(*nd));
+    if (!nd)
+        return directive_oom(x);
+    cl->dicts = nd;
+    cl->ndicts = n;
+    char err[512];
+    if (dict_pattern_init(&nd[n], x->where, args[0], dests, ndests, id, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    if (!cl->dicts_where && !(cl->dicts_where = strdup(x->where)))
+        return directive_oom(x);
+    cl->ndicts = n + 1;
+    return 0;
+}
+
+const struct dict_pattern *compress_dictionary_for(const struct loc_conf *lc, const char *path,
+                                                   size_t len)
+{
+    const struct compress_conf *cc = compress_conf(lc);
+    for (int i = 0; i < cc->ndicts; i++)
+        if (dict_path_matches(&cc->dicts[i], (struct strview){ path, len }))
+            return &cc->dicts[i];
+    return NULL;
+}
+
+/* A copy of pattern `p` (its header owned anew). */
+static int copy_pattern(struct dict_pattern *to, const struct dict_pattern *p)
+{
+    *to = *p;
+    if (!(to->header = malloc(p->header_len + 1)))
+        return -1;
+    memcpy(to->header, p->header, p->header_len + 1);
+    to->match = to->header + (p->match - p->header);
+    return 0;
+}
+
 #define LOC(field) offsetof(struct compress_conf, field)
 #define TOP(field) offsetof(struct compress_top, field)
 #define ONE DIRECTIVE_ONE
@@ -105,6 +203,8 @@ static const struct directive compress_directives[] = {
     { "compress_cache_dir", IN_ANY, ONE, d_cache_dir, LOC(cache_dir), 0, 0, 0, 0 },
     { "compress_cache_size", IN_ANY, ONE, directive_number,
       NUM(LOC(cache_size), F_I64, U_SIZE, 64 * 1024, INT64_MAX / 1024) },
+    { "compress_dictionary", IN_ANY, 1, 3, "a path pattern, then match-dest=DEST[,DEST] and "
+      "id=NAME if wanted (or off)", d_dictionary, 0, 0, 0, 0, 0 },
     { "compress_dynamic", IN_ANY, ONE, directive_onoff, LOC(dynamic), F_INT, 0, 0, 0 },
     { "compress_dynamic_max", IN_TOP, ONE, directive_number,
       NUM(TOP(dynamic_max), F_UNSIGNED, U_COUNT, 0, 100000) },
@@ -122,6 +222,7 @@ static void loc_init(void *b)
         cl->level[i] = -1;
     cl->cache_size = -1;
     cl->dynamic = -1;
+    cl->ndicts = -1;
 }
 
 static void loc_defaults(void *b)
@@ -147,6 +248,7 @@ static void loc_defaults(void *b)
     cl->cache_dir = d_empty;
     cl->cache_size = 256 * 1024 * 1024;
     cl->dynamic = 0; /* per-request work: asked for, never assumed */
+    cl->ndicts = 0;  /* dictionaries: asked for, per pattern */
 }
 
 static int loc_merge(void *b, const void *parent)
@@ -177,6 +279,17 @@ static int loc_merge(void *b, const void *parent)
         cl->cache_size = p->cache_size;
     if (cl->dynamic < 0)
         cl->dynamic = p->dynamic;
+    if (cl->ndicts < 0 && p->ndicts > 0) {
+        if (!(cl->dicts = calloc((size_t)p->ndicts, sizeof(*cl->dicts))))
+            return -1;
+        for (cl->ndicts = 0; cl->ndicts < p->ndicts; cl->ndicts++)
+            if (copy_pattern(&cl->dicts[cl->ndicts], &p->dicts[cl->ndicts]) < 0)
+                return -1;
+        if (p->dicts_where && !(cl->dicts_where = strdup(p->dicts_where)))
+            return -1;
+    } else if (cl->ndicts < 0) {
+        cl->ndicts = 0;
+    }
     return 0;
 }
 
@@ -191,6 +304,8 @@ static void loc_free(void *b)
     struct compress_conf *cl = b;
     free_types(cl->types, cl->ntypes);
     free(cl->cache_dir);
+    free_dicts(cl->dicts, cl->ndicts);
+    free(cl->dicts_where);
 }
 
 static int top_init(void *b)

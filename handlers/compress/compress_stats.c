@@ -2,6 +2,17 @@
 #include "compress/compress.h"
 #include "log/stats_writer.h"
 
+/* "name":{"br":N,"zstd":N,"gzip":N,"dcz":N}, */
+static void json_by_coding(struct stats_writer *w, const char *name,
+                           const uint64_t v[COMPRESS_SENT_CODINGS])
+{
+    stats_printf(w, "\"%s\":{", name);
+    for (int i = 0; i < COMPRESS_SENT_CODINGS; i++)
+        stats_printf(w, "%s\"%s\":%llu", i ? "," : "", compress_sent_names[i],
+                     (unsigned long long)v[i]);
+    stats_printf(w, "},");
+}
+
 static void json(const struct compress_stats *z, struct stats_writer *w)
 {
     stats_printf(w, "\"compress\":{\"made\":{\"br\":%llu,\"zstd\":%llu,\"gzip\":%llu},"
@@ -14,12 +25,26 @@ static void json(const struct compress_stats *z, struct stats_writer *w)
                  (unsigned long long)z->failed, (unsigned long long)z->disk_hits,
                  (unsigned long long)z->disk_writes, (unsigned long long)z->disk_evictions,
                  (unsigned long long)z->dropped, z->queued, z->running);
+    json_by_coding(w, "responses", z->sent);
+    json_by_coding(w, "saved_bytes", z->saved);
+    stats_printf(w, "\"dcz_made\":%llu,\"dictionaries_stored\":%llu,",
+                 (unsigned long long)z->dcz_made, (unsigned long long)z->dicts_stored);
     stats_printf(w, "\"dynamic\":{\"made\":{\"zstd\":%llu,\"gzip\":%llu},\"bytes_in\":%llu,"
                     "\"bytes_out\":%llu,\"busy\":%llu,\"failed\":%llu,\"active\":%u}},",
                  (unsigned long long)z->stream_made[CODING_ZSTD],
                  (unsigned long long)z->stream_made[CODING_GZIP], (unsigned long long)z->stream_in,
                  (unsigned long long)z->stream_out, (unsigned long long)z->stream_busy,
                  (unsigned long long)z->stream_failed, z->stream_active);
+}
+
+/* A counter family labelled by coding, dcz included. */
+static void by_coding(struct stats_writer *w, const char *name, const char *help,
+                      const uint64_t v[COMPRESS_SENT_CODINGS])
+{
+    stats_printf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (int i = 0; i < COMPRESS_SENT_CODINGS; i++)
+        stats_printf(w, "%s{coding=\"%s\"} %llu\n", name, compress_sent_names[i],
+                     (unsigned long long)v[i]);
 }
 
 static void prometheus(const struct compress_stats *z, struct stats_writer *w)
@@ -38,6 +63,15 @@ static void prometheus(const struct compress_stats *z, struct stats_writer *w)
     stats_metric(w, "lfhttpd_compress_cache_dir_hits_total", "counter",
                  "Variants found in compress_cache_dir.", z->disk_hits);
     stats_metric(w, "lfhttpd_compress_queued", "gauge", "Compression jobs waiting.", z->queued);
+    by_coding(w, "lfhttpd_compress_responses_total",
+              "Static files sent whole in a compressed representation, by coding (dcz: "
+              "against a dictionary).", z->sent);
+    by_coding(w, "lfhttpd_compress_saved_bytes_total",
+              "Bytes those responses were shorter than identity, by coding.", z->saved);
+    stats_metric(w, "lfhttpd_compress_dcz_variants_total", "counter",
+                 "dcz variants made (compress_dictionary).", z->dcz_made);
+    stats_metric(w, "lfhttpd_compress_dictionaries_stored_total", "counter",
+                 "File versions put into the dictionary store.", z->dicts_stored);
     stats_printf(w, "# HELP lfhttpd_compress_dynamic_responses_total Streamed responses "
                     "compressed (compress_dynamic), by coding.\n"
                     "# TYPE lfhttpd_compress_dynamic_responses_total counter\n");

@@ -95,6 +95,15 @@ struct compress_streams *compress_streams_of(void *process)
     return process ? &((struct compressor *)process)->streams : NULL;
 }
 
+const char *const compress_sent_names[COMPRESS_SENT_CODINGS] = { "br", "zstd", "gzip", "dcz" };
+
+void compress_count_sent(void *process, int which, uint64_t saved)
+{
+    struct compressor *cz = process;
+    stat_add(&cz->sent[which], 1);
+    stat_add(&cz->saved[which], saved);
+}
+
 void compress_get_stats(void *process, struct compress_stats *out)
 {
     memset(out, 0, sizeof(*out));
@@ -103,7 +112,13 @@ void compress_get_stats(void *process, struct compress_stats *out)
         return;
     for (int i = 0; i < CODING_COUNT; i++)
         out->made[i] = atomic_load_explicit(&cz->made[i], memory_order_relaxed);
+    for (int i = 0; i < COMPRESS_SENT_CODINGS; i++) {
+        out->sent[i] = atomic_load_explicit(&cz->sent[i], memory_order_relaxed);
+        out->saved[i] = atomic_load_explicit(&cz->saved[i], memory_order_relaxed);
+    }
 #define GET(f) out->f = atomic_load_explicit(&cz->f, memory_order_relaxed)
+    GET(dcz_made);
+    GET(dicts_stored);
     GET(bytes_in);
     GET(bytes_out);
     GET(not_smaller);
@@ -144,12 +159,7 @@ void compress_release(void *process)
     while (cz->dirs) { /* only if a runtime outlived this call (it should not) */
         struct compress_dir *d = cz->dirs;
         cz->dirs = d->next;
-        if (d->fd >= 0)
-            close(d->fd);
-        if (d->rfd >= 0)
-            close(d->rfd);
-        pthread_mutex_destroy(&d->lock);
-        free(d);
+        compress_dir_free(d);
     }
     pthread_mutex_destroy(&cz->lock);
     pthread_cond_destroy(&cz->cv);

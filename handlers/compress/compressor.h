@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "compress/compress.h"
+#include "compress/dictionary.h"
 
 /* Cache file names: 160 bits of SHA-256, in hex, then the coding's suffix. */
 #define COMPRESS_NAME_HEX 40
@@ -36,6 +37,11 @@ struct compress_dir {
     pthread_mutex_t lock;       /* bytes, eviction and commits */
     uint64_t bytes;             /* of our files in it */
     _Atomic uint64_t max_bytes; /* compress_cache_size (the newest configuration's) */
+    /* compress_dictionary's store, in the subfolder COMPRESS_DICT_SUBDIR: opened by the first
+     * job that needs it (compress_dir_dicts), read lock-free by request threads once
+     * published, closed with the directory. */
+    _Atomic(struct dict_store *) dicts;
+    bool dicts_failed;          /* under `lock`: tried, and logged once */
     char path[];
 };
 
@@ -59,6 +65,10 @@ struct compressor {
     _Atomic unsigned running;
     _Atomic uint64_t made[CODING_COUNT], bytes_in, bytes_out, not_smaller, failed, disk_hits,
         disk_writes, disk_evictions, dropped;
+    /* Responses sent compressed and the bytes that saved (identity's length minus theirs),
+     * by coding and dcz; dcz variants made, dictionaries stored. */
+    _Atomic uint64_t sent[COMPRESS_SENT_CODINGS], saved[COMPRESS_SENT_CODINGS], dcz_made,
+        dicts_stored;
     struct compress_streams streams;
 };
 
@@ -78,6 +88,8 @@ int compressor_submit(struct compressor *cz, struct compress_work *w);
  * configuration's), and its release. NULL when out of memory. */
 struct compress_dir *compress_dir_get(struct compressor *cz, const char *path, uint64_t max);
 void compress_dir_put(struct compressor *cz, struct compress_dir *d);
+/* Close and free a directory no one holds any more (its last put, or the compressor's end). */
+void compress_dir_free(struct compress_dir *d);
 /* The first job that needs the directory: create it if missing, check that it can be written,
  * count what it holds. Compressor threads only. */
 void compress_dir_probe(struct compressor *cz, struct compress_dir *d);
@@ -89,6 +101,10 @@ void compress_dir_name(const char *key, size_t n, enum coding enc,
 /* Open cache file `name` for reading when the directory can be read (probed, or found at
  * start-up): a descriptor, or -1. Pool threads: one open. */
 int compress_dir_open(struct compress_dir *d, const char *name);
+/* The dictionary store of directory `d` (probed DIR_OK), opened on first use with the
+ * default bounds; NULL when it cannot be (logged once). Compressor threads only. */
+#define COMPRESS_DICT_SUBDIR "dictionaries"
+struct dict_store *compress_dir_dicts(struct compress_dir *d);
 /* A file to write a variant into: anonymous (O_TMPFILE) or named `tmp`. */
 int compress_dir_tmpfile(struct compress_dir *d, char tmp[64]);
 /* Give the complete file `fd` (`size` bytes) its name, making room first. Returns 0, or -1

@@ -3,6 +3,8 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_CCtx_refPrefix_advanced, the memory estimates */
 #include "compress/dictionary.h"
 
+#include "base/fdio.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,22 +391,6 @@ ssize_t dcz_encode(const void *dict, size_t dict_len, const unsigned char hash[D
     return (ssize_t)(DCZ_HEADER_LEN + r);
 }
 
-/* Write all of buf, or -errno. */
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? -errno : -EIO;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Feed one chunk (the last one when `end`) and write what comes out. 0 or -errno. */
 static int stream_step(ZSTD_CCtx *z, const void *in, size_t len, bool end, unsigned char *obuf,
                        int out_fd, uint64_t *total)
@@ -416,7 +402,7 @@ static int stream_step(ZSTD_CCtx *z, const void *in, size_t len, bool end, unsig
         left = ZSTD_compressStream2(z, &ob, &ib, end ? ZSTD_e_end : ZSTD_e_continue);
         if (ZSTD_isError(left))
             return -EIO;
-        int rc = write_all(out_fd, obuf, ob.pos);
+        int rc = fd_write_all(out_fd, obuf, ob.pos);
         if (rc < 0)
             return rc;
         *total += ob.pos;
@@ -463,7 +449,7 @@ int dcz_encode_fd(const void *dict, size_t dict_len, const unsigned char hash[DI
     memcpy(head, dcz_magic, DCZ_MAGIC_LEN);
     memcpy(head + DCZ_MAGIC_LEN, hash, DICT_HASH_LEN);
     uint64_t total = DCZ_HEADER_LEN;
-    int rc = write_all(out_fd, head, sizeof(head));
+    int rc = fd_write_all(out_fd, head, sizeof(head));
     if (rc == 0)
         rc = stream_body(z, in_fd, in_len, out_fd, &total);
     ZSTD_freeCCtx(z);

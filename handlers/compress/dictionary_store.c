@@ -10,6 +10,8 @@
  * miss it: that request goes without dcz, which is always a correct answer. */
 #include "compress/dictionary.h"
 
+#include "base/fdio.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -430,21 +432,6 @@ static int open_temp(struct dict_store *s, char tmp[TMP_NAME_LEN])
     return -EEXIST;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? -errno : -EIO;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Write data to a new temporary file, fsync it and rename it to `name`, then fsync the
  * directory: the name never points at bytes not yet on disk. 0 or -errno. */
 static int write_file(struct dict_store *s, const char *name, const void *data, size_t len)
@@ -453,7 +440,7 @@ static int write_file(struct dict_store *s, const char *name, const void *data, 
     int fd = open_temp(s, tmp);
     if (fd < 0)
         return fd;
-    int rc = write_all(fd, data, len);
+    int rc = fd_write_all(fd, data, len);
     if (rc == 0 && fsync(fd) < 0)
         rc = -errno;
     if (close(fd) < 0 && rc == 0)

@@ -26,13 +26,8 @@ static int zstd_encode(struct codec_source *src, struct codec_sink *out, int lev
     while (!rc && !last) {
         const unsigned char *p;
         size_t n;
-        if (stop && atomic_load_explicit(stop, memory_order_relaxed)) {
-            rc = -ECANCELED;
+        if ((rc = codec_source_next(src, stop, &p, &n, &last)) < 0)
             break;
-        }
-        if ((rc = codec_source_next(src, &p, &n)) < 0)
-            break;
-        last = src->off == src->size;
         ZSTD_inBuffer in = { p, n, 0 };
         for (;;) {
             ZSTD_outBuffer o = { ob, sizeof(ob), 0 };

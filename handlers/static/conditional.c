@@ -47,8 +47,11 @@ static int send_not_modified(struct exchange *ex, const struct fc_entry *e)
     if (static_conf(ex->loc)->etag)
         RESP_HEADER(&r, "ETag", e->etag, e->etag_len);
     RESP_HEADER(&r, "Last-Modified", e->last_modified, 29);
-    if (e->vary)
-        RESP_LIT(&r, "Vary: Accept-Encoding\r\n");
+    const char *vary = fc_vary_line(e);
+    if (vary)
+        resp_add(&r, vary, strlen(vary));
+    if (e->dict) /* the stored response's headers are refreshed from the 304's */
+        RESP_HEADER(&r, "Use-As-Dictionary", e->dict->header, e->dict->header_len);
     static_add_location_headers(&r, ex->loc);
     static_add_expires(&r, ex->loc);
     return ex_send(ex, &r, NULL, 0);

@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "compress/compress.h"
+#include "compress/compress_conf.h"
 #include "base/digest.h"
 #include "http/http_date.h"
 #include "http/http_response.h"
@@ -155,6 +156,7 @@ static struct fc_entry *entry_alloc(const struct loc_conf *lc, const char *path,
     if (!e)
         return NULL;
     e->fd = -1;
+    e->sent_as = FC_SENT_IDENTITY;
     e->loc = lc;
     e->path_len = len;
     memcpy(e->path, path, len);
@@ -172,6 +174,11 @@ static void entry_free(struct fc_entry *e)
         if (e->variant[i])
             fc_release(e->variant[i]);
         fc_release(atomic_load_explicit(&e->otf[i], memory_order_acquire));
+    }
+    if (e->dcz) {
+        for (int i = 0; i < FC_DCZ_SLOTS; i++)
+            fc_release(atomic_load_explicit(&e->dcz[i].v, memory_order_acquire));
+        free(e->dcz);
     }
     free(e->body);
     free(e->headers);
@@ -246,8 +253,14 @@ static int build_headers(struct fc_entry *e, const char *type, const char *encod
         APPEND_LIT(&h, &len, &cap, "\r\n");
     }
     e->vary = vary;
-    if (vary)
-        APPEND_LIT(&h, &len, &cap, "Vary: Accept-Encoding\r\n");
+    const char *vary_line = fc_vary_line(e);
+    if (vary_line)
+        append(&h, &len, &cap, vary_line, strlen(vary_line));
+    if (e->dict) { /* every representation: a dcz response is the next version's dictionary */
+        APPEND_LIT(&h, &len, &cap, "Use-As-Dictionary: ");
+        append(&h, &len, &cap, e->dict->header, e->dict->header_len);
+        APPEND_LIT(&h, &len, &cap, "\r\n");
+    }
     if (sc->cache_control[0]) {
         APPEND_LIT(&h, &len, &cap, "Cache-Control: ");
         append(&h, &len, &cap, sc->cache_control, strlen(sc->cache_control));
@@ -322,6 +335,14 @@ static int finish_file(struct fc_entry *e, const char *type, const char *encodin
 struct fc_entry *fc_variant_new(const struct fc_entry *e, enum coding enc, char *body,
                                 int fd, uint64_t size, bool in_memory, const char *etag_suffix)
 {
+    return fc_variant_named(e, coding_names[enc], (int)enc, body, fd, size, in_memory,
+                            etag_suffix);
+}
+
+struct fc_entry *fc_variant_named(const struct fc_entry *e, const char *encoding, int sent_as,
+                                  char *body, int fd, uint64_t size, bool in_memory,
+                                  const char *etag_suffix)
+{
     struct fc_entry *v = entry_alloc(e->loc, e->path, e->path_len);
     if (!v) {
         free(body);
@@ -330,6 +351,8 @@ struct fc_entry *fc_variant_new(const struct fc_entry *e, enum coding enc, char 
         return NULL;
     }
     v->kind = FC_FILE;
+    v->dict = e->dict;
+    v->sent_as = (signed char)sent_as;
     v->st = e->st; /* the original's validators; only the length is the variant's */
     v->st.st_size = (off_t)size;
     v->body = body;
@@ -342,7 +365,7 @@ struct fc_entry *fc_variant_new(const struct fc_entry *e, enum coding enc, char 
     int n = snprintf(v->etag, sizeof(v->etag), "%.*s%s\"", (int)(e->etag_len - 1), e->etag,
                      etag_suffix);
     v->etag_len = n > 0 && (size_t)n < sizeof(v->etag) ? (size_t)n : 0;
-    if (!v->etag_len || build_headers(v, e->type, coding_names[enc], true) < 0) {
+    if (!v->etag_len || build_headers(v, e->type, encoding, true) < 0) {
         entry_free(v);
         return NULL;
     }
@@ -367,6 +390,8 @@ static void find_variants(struct fc_entry *e, const char *rel)
             continue;
         }
         v->fd = fd;
+        v->dict = e->dict;
+        v->sent_as = (signed char)i;
         static const char *const names[CODING_COUNT] = { "br", "zstd", "gzip" };
         if (fstat(fd, &v->st) < 0 || !S_ISREG(v->st.st_mode) ||
             v->st.st_mtim.tv_sec < e->st.st_mtim.tv_sec ||
@@ -400,6 +425,14 @@ static struct fc_entry *file_entry(struct fc_entry *e, const char *type, const c
 {
     e->kind = FC_FILE;
     e->type = type;
+    e->dict = compress_dictionary_for(e->loc, e->path, e->path_len);
+    if (e->dict) {
+        if (!(e->dcz = calloc(FC_DCZ_SLOTS, sizeof(*e->dcz)))) {
+            entry_free(e);
+            return NULL;
+        }
+        e->bytes += FC_DCZ_SLOTS * sizeof(*e->dcz);
+    }
     if (static_conf(e->loc)->precompressed)
         find_variants(e, rel);
     e->compressible = compress_eligible(e->loc, type, (uint64_t)e->st.st_size);
@@ -686,9 +719,15 @@ struct fc_entry *fc_get(struct file_cache *fc, const struct loc_conf *lc, const 
 int fc_attach(struct file_cache *fc, struct fc_entry *e, enum coding enc,
               struct fc_entry *v)
 {
+    return fc_attach_slot(fc, e, &e->otf[enc], v);
+}
+
+int fc_attach_slot(struct file_cache *fc, struct fc_entry *e, _Atomic(struct fc_entry *) *slot,
+                   struct fc_entry *v)
+{
     struct fc_shard *s = &fc->shards[e->hash % FC_SHARDS];
     pthread_rwlock_wrlock(&s->lock);
-    bool ok = e->in_table && !atomic_load_explicit(&e->otf[enc], memory_order_relaxed) &&
+    bool ok = e->in_table && !atomic_load_explicit(slot, memory_order_relaxed) &&
               e->bytes + v->bytes <= fc->max_bytes_per_shard;
     while (ok && s->bytes + v->bytes > fc->max_bytes_per_shard && s->oldest) {
         struct fc_entry *old = s->oldest != e ? s->oldest : e->newer;
@@ -701,7 +740,7 @@ int fc_attach(struct file_cache *fc, struct fc_entry *e, enum coding enc,
     if (ok) {
         e->bytes += v->bytes;
         s->bytes += v->bytes;
-        atomic_store_explicit(&e->otf[enc], v, memory_order_release);
+        atomic_store_explicit(slot, v, memory_order_release);
     }
     pthread_rwlock_unlock(&s->lock);
     if (!ok)

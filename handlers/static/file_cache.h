@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "compress/coding.h"
+#include "compress/dictionary.h"
 
 struct loc_conf;
 struct mime_table;
@@ -39,6 +40,24 @@ enum fc_kind {
 
 /* Where an on-the-fly variant of an entry stands (variants.c). */
 enum fc_otf_state { FC_OTF_NONE = 0, FC_OTF_BUSY, FC_OTF_DONE };
+
+/* What a representation is sent as: identity, a coding (enum coding), or compressed against a
+ * dictionary (dcz; a dcb would be one more). */
+enum { FC_SENT_IDENTITY = -1, FC_SENT_DCZ = CODING_COUNT, FC_SENT_COUNT };
+
+/* The dcz variants of an entry a compress_dictionary pattern covers (dict_variants.c): one per
+ * dictionary a client offered, at most FC_DCZ_SLOTS (the store keeps DICT_STORE_PER_PATTERN
+ * versions of a pattern by default, so a few cover the clients of a few releases). A slot goes
+ * EMPTY -> CLAIMED (a request is writing the hash) -> HASHED (the hash is readable, the job is
+ * on its way) -> DONE (`v` set, or NULL: not worth it, or failed). Slots never go back from
+ * DONE: a reader that saw DONE may use `v` while it holds the entry. */
+#define FC_DCZ_SLOTS 4
+enum { FC_DCZ_EMPTY = 0, FC_DCZ_CLAIMED, FC_DCZ_HASHED, FC_DCZ_DONE };
+struct fc_dcz_slot {
+    _Atomic unsigned char state;
+    _Atomic uint64_t hash[DICT_HASH_LEN / 8];
+    _Atomic(struct fc_entry *) v;
+};
 
 struct fc_entry {
     _Atomic int refs;
@@ -71,6 +90,14 @@ struct fc_entry {
      * with the entry; otf_state says whether one is on its way or will never come. */
     _Atomic(struct fc_entry *) otf[CODING_COUNT];
     _Atomic unsigned char otf_state[CODING_COUNT]; /* enum fc_otf_state */
+    /* compress_dictionary (dict_variants.c): the pattern that covers the path (NULL: none;
+     * the location's, which lives as long as the entry), whether this version went into the
+     * dictionary store (enum fc_otf_state), its dcz variants (allocated with the entry when
+     * covered; variants have none). */
+    const struct dict_pattern *dict;
+    _Atomic unsigned char dict_stored;
+    signed char sent_as;            /* FC_SENT_*: what this representation is */
+    struct fc_dcz_slot *dcz;
 
     /* Table bookkeeping (under the shard lock). */
     struct fc_entry *next;          /* hash chain */
@@ -117,6 +144,22 @@ static inline struct fc_entry *fc_otf(struct fc_entry *e, enum coding enc)
  * the quotes. Returns NULL on ENOMEM. */
 struct fc_entry *fc_variant_new(const struct fc_entry *e, enum coding enc, char *body,
                                 int fd, uint64_t size, bool in_memory, const char *etag_suffix);
+/* The same for a representation that is no enum coding (dcz): `encoding` is its
+ * Content-Encoding, `sent_as` its FC_SENT_* value. */
+struct fc_entry *fc_variant_named(const struct fc_entry *e, const char *encoding, int sent_as,
+                                  char *body, int fd, uint64_t size, bool in_memory,
+                                  const char *etag_suffix);
+/* Make `v` the variant in `slot` (one of e's otf[] or dcz[].v), charged as fc_attach does. */
+int fc_attach_slot(struct file_cache *fc, struct fc_entry *e, _Atomic(struct fc_entry *) *slot,
+                   struct fc_entry *v);
+/* The Vary line of a response of `e` (with its CRLF), or NULL when its responses do not vary:
+ * a resource a dictionary pattern covers varies by Available-Dictionary too (RFC 9842, 6.2). */
+static inline const char *fc_vary_line(const struct fc_entry *e)
+{
+    if (e->dict)
+        return "Vary: Accept-Encoding, Available-Dictionary\r\n";
+    return e->vary ? "Vary: Accept-Encoding\r\n" : NULL;
+}
 /* Make `v` the on-the-fly variant `enc` of `e`, charged to e's shard (older entries are
  * evicted to make room). Takes the caller's reference to `v` in every case. Returns 0, or -1
  * when `e` has left the cache, already has one, or `v` does not fit the shard's budget. */

@@ -3,6 +3,7 @@
  * client's Accept-Encoding; see static_file.h. */
 #include "compress/accept_encoding.h"
 #include "exchange/exchange.h"
+#include "static/dict_variants.h"
 #include "static/file_cache.h"
 #include "static/static_file.h"
 #include "static/variants.h"
@@ -22,6 +23,15 @@ struct fc_entry *static_representation(struct static_files *sf, struct exchange 
     /* A range request gets no on-the-fly variant but identity (as nginx does): the offsets a
      * client resumes from must not depend on whether compression finished. */
     bool ranged = HTTP_KNOWN(req, H_RANGE).ptr && req->method == HTTP_GET && ae.identity > 0;
+    if (e->dict && !ranged) {
+        /* A client that offers a dictionary and dcz gets the smallest there is, once made;
+         * until then (and for anything it offers that is not ours) the ordinary choice. */
+        struct fc_entry *d = dict_want(sf->cl, ex->rt, e, req, aeh);
+        if (d) {
+            *otf = true;
+            return d;
+        }
+    }
     bool otf_ok = sf->cl && e->compressible && !ranged;
     struct fc_entry *avail[CODING_COUNT];
     /* Ties go to the better compression: br, zstd, gzip. `best`: among the available

@@ -29,6 +29,7 @@
 #include "compress/compress.h"
 #include "compress/compress_conf.h"
 #include "static/conditional.h"
+#include "static/dict_variants.h"
 #include "static/file_cache.h"
 #include "static/range.h"
 #include "static/static_conf.h"
@@ -160,6 +161,15 @@ void static_add_location_headers(struct response *r, const struct loc_conf *lc)
                     lc->headers[i].value_len);
 }
 
+/* A whole compressed representation goes out: count it, and what it saved, by coding. */
+static void count_sent(struct static_files *sf, const struct exchange *ex,
+                       const struct fc_entry *e, const struct fc_entry *rep)
+{
+    uint64_t saved = ex->head_only || rep->st.st_size >= e->st.st_size
+                         ? 0 : (uint64_t)(e->st.st_size - rep->st.st_size);
+    compress_count_sent(sf->cl->cz, rep->sent_as, saved);
+}
+
 static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_entry *e)
 {
     const struct http_request *req = ex->req;
@@ -168,6 +178,8 @@ static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_en
     struct fc_entry *rep = static_representation(sf, ex, e, &rep_otf);
     if (!rep)
         return ex_error(ex, 406);
+    if (e->dict) /* this version is now a dictionary some client may offer */
+        dict_note_served(sf->cl, ex->rt, e);
 
     int rc;
     if (conditional_answered(ex, rep, &rc))
@@ -190,8 +202,9 @@ static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_en
         char cr[48];
         int n = snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)size);
         RESP_HEADER(&r, "Content-Range", cr, (size_t)n);
-        if (rep->vary)
-            RESP_LIT(&r, "Vary: Accept-Encoding\r\n");
+        const char *vary = fc_vary_line(rep);
+        if (vary)
+            resp_add(&r, vary, strlen(vary));
         RESP_LIT(&r, "Content-Type: text/html; charset=utf-8\r\n");
         char page[256];
         size_t plen = http_error_page(416, page, sizeof(page));
@@ -215,7 +228,11 @@ static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_en
         resp_begin(&r, head, sizeof(head), 200, ex->date);
         resp_add(&r, rep->headers, rep->headers_200_len);
         r.has_length = true;
+        if (rep != e && sf->cl)
+            count_sent(sf, ex, e, rep);
     }
+    if (rep != e)
+        ex->content_encoding = compress_sent_names[rep->sent_as];
     static_add_expires(&r, lc);
     if (rep->body)
         return ex_send(ex, &r, rep->body + off, (size_t)len);

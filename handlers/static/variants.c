@@ -20,15 +20,6 @@
 #include "conf/site.h"
 #include "static/file_cache.h"
 
-struct otf_loc {
-    struct compressor *cz;
-    struct file_cache *fc;      /* the static handler instance's (its generation's) */
-    struct compress_dir *dir;   /* NULL: memory only */
-    char *root;                 /* the location's root, for cache keys */
-    int level[CODING_COUNT];
-    char etag_suffix[CODING_COUNT][48]; /* "-br11.1.0.9": coding, level, library version */
-};
-
 /* A job for the compressor's threads: make variant `enc` of `e` (or, with `v`, write that
  * in-line variant to the cache directory). */
 struct otf_job {
@@ -113,8 +104,7 @@ static void persist(struct compressor *cz, struct otf_loc *cl, struct fc_entry *
     close(fd);
 }
 
-/* Did the file change since `e` described it? (A job read it through e's descriptor.) */
-static bool source_changed(const struct fc_entry *e)
+bool otf_source_changed(const struct fc_entry *e)
 {
     struct stat st;
     return fstat(e->fd, &st) < 0 || st.st_size != e->st.st_size ||
@@ -155,7 +145,7 @@ static struct fc_entry *make_variant(struct compressor *cz, struct otf_loc *cl,
         out.limit = fc_entry_budget(fc);
     int rc = e->body || buf ? codec_encode(enc, cl->level[enc], &src, &out, &cz->stop) : -ENOMEM;
     free(buf);
-    if (rc == 0 && !e->body && source_changed(e))
+    if (rc == 0 && !e->body && otf_source_changed(e))
         rc = -ESTALE; /* what was read may not be the version e describes */
     if (rc < 0) {
         stat_add(rc == -EFBIG ? &cz->not_smaller : &cz->failed, rc != -ECANCELED);
@@ -304,6 +294,11 @@ struct otf_loc *otf_create(_Atomic(void *) *process, struct file_cache *fc,
 {
     err[0] = '\0';
     const struct compress_conf *cc = compress_conf(lc);
+    if (cc->ndicts > 0 && cc->compress && !cc->cache_dir[0]) {
+        snprintf(err, errlen, "compress_dictionary (%s) needs compress_cache_dir: the "
+                 "dictionary store lives there", cc->dicts_where ? cc->dicts_where : "");
+        return NULL;
+    }
     if (!cc->compress)
         return NULL;
     struct otf_loc *cl = calloc(1, sizeof(*cl));
@@ -334,6 +329,8 @@ struct otf_loc *otf_create(_Atomic(void *) *process, struct file_cache *fc,
         cl->level[i] = cc->level[i];
         snprintf(cl->etag_suffix[i], sizeof(cl->etag_suffix[i]), "-%.4s%d.%.23s",
                  coding_names[i], cl->level[i], ver);
+        if (i == CODING_ZSTD) /* dcz is zstd with a dictionary, at zstd's level */
+            snprintf(cl->dcz_suffix, sizeof(cl->dcz_suffix), "-dcz%d.%.23s", cl->level[i], ver);
     }
     return cl;
 }

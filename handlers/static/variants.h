@@ -32,6 +32,7 @@
 #define LF_VARIANTS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "compress/coding.h"
@@ -45,6 +46,16 @@ struct runtime;
  * instance. Returns NULL (with *err = '\0') when the location does not compress, or NULL with
  * a reason in err on failure. `process`: the type's process slot (the compressor). */
 struct otf_loc;
+/* Shared with dict_variants.c, which makes a location's dcz variants the same way. */
+struct otf_loc {
+    struct compressor *cz;
+    struct file_cache *fc;      /* the static handler instance's (its generation's) */
+    struct compress_dir *dir;   /* NULL: memory only */
+    char *root;                 /* the location's root, for cache keys */
+    int level[CODING_COUNT];
+    char etag_suffix[CODING_COUNT][48]; /* "-br11.1.0.9": coding, level, library version */
+    char dcz_suffix[40];        /* "-dcz19.1.5.4", then the dictionary's hash per variant */
+};
 struct otf_loc *otf_create(_Atomic(void *) *process, struct file_cache *fc,
                            const struct loc_conf *lc, char *err, size_t errlen);
 void otf_destroy(struct otf_loc *cl);
@@ -54,5 +65,9 @@ void otf_destroy(struct otf_loc *cl);
  * holds `e`), else NULL after making sure it is on its way (or known not to be worth it). */
 struct fc_entry *otf_want(struct otf_loc *cl, struct runtime *rt, struct fc_entry *e,
                           enum coding enc);
+
+/* Did the file change since `e` described it? (A job that read it through e's descriptor
+ * throws its work away if so.) */
+bool otf_source_changed(const struct fc_entry *e);
 
 #endif

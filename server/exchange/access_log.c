@@ -203,6 +203,79 @@ static const struct stamp *stamp_now(void)
     return &st;
 }
 
+/* What both formats print of one exchange. */
+struct fields {
+    char addr[64];
+    size_t alen;
+    const struct stamp *ts;
+    struct strview method, target, referer, ua, user;
+    char proto[9];
+};
+
+static void line_json(struct line *l, const struct access_entry *ex, const struct fields *f)
+{
+    const struct http_request *req = ex->req;
+    PUT_LIT(l, "{\"time\":\"");
+    put(l, f->ts->iso, 20);
+    PUT_LIT(l, "\",\"remote_addr\":\"");
+    put(l, f->addr, f->alen);
+    PUT_LIT(l, "\",\"remote_user\":");
+    put_json(l, f->user, 256);
+    PUT_LIT(l, ",\"method\":");
+    put_json(l, f->method, 64);
+    PUT_LIT(l, ",\"uri\":");
+    put_json(l, f->target, FIELD_TARGET);
+    PUT_LIT(l, ",\"protocol\":");
+    put_json(l, req ? (struct strview){ f->proto, 8 } : SV_NULL, 16);
+    PUT_LIT(l, ",\"host\":");
+    put_json(l, req ? req->host : SV_NULL, 512);
+    PUT_LIT(l, ",\"status\":");
+    put_num(l, (uint64_t)ex->status);
+    PUT_LIT(l, ",\"bytes\":");
+    put_num(l, ex->body_bytes);
+    PUT_LIT(l, ",\"content_encoding\":");
+    struct strview ce = SV_NULL;
+    if (ex->content_encoding)
+        ce = (struct strview){ ex->content_encoding, strlen(ex->content_encoding) };
+    put_json(l, ce, 16);
+    PUT_LIT(l, ",\"referer\":");
+    put_json(l, f->referer, FIELD_OTHER);
+    PUT_LIT(l, ",\"user_agent\":");
+    put_json(l, f->ua, FIELD_OTHER);
+    PUT_LIT(l, "}");
+}
+
+static void line_clf(struct line *l, const struct access_entry *ex, const struct fields *f)
+{
+    put(l, f->addr, f->alen);
+    PUT_LIT(l, " - ");
+    put_clf(l, f->user, 256);
+    PUT_LIT(l, " [");
+    put(l, f->ts->clf, 26);
+    PUT_LIT(l, "] \"");
+    if (ex->req) {
+        put_clf(l, f->method, 64);
+        PUT_LIT(l, " ");
+        put_clf(l, f->target, FIELD_TARGET);
+        PUT_LIT(l, " ");
+        put(l, f->proto, 8);
+    } else {
+        PUT_LIT(l, "-");
+    }
+    PUT_LIT(l, "\" ");
+    put_num(l, (uint64_t)ex->status);
+    PUT_LIT(l, " ");
+    if (ex->body_bytes)
+        put_num(l, ex->body_bytes);
+    else
+        PUT_LIT(l, "-");
+    PUT_LIT(l, " \"");
+    put_clf(l, f->referer, FIELD_OTHER);
+    PUT_LIT(l, "\" \"");
+    put_clf(l, f->ua, FIELD_OTHER);
+    PUT_LIT(l, "\"");
+}
+
 /* Only called with the log on (exchange.c checks): the line buffer's large frame costs stack
  * probing and a canary, which requests with the log off never pay. */
 void access_log_write(const struct runtime *rt, const struct access_entry *ex)
@@ -210,71 +283,20 @@ void access_log_write(const struct runtime *rt, const struct access_entry *ex)
     const struct http_request *req = ex->req;
     struct line l;
     l.len = 0;
-    char addr[64];
-    size_t alen = netaddr_format(ex->client, addr, sizeof(addr));
-    const struct stamp *ts = stamp_now();
-    struct strview method = req ? req->method_name : SV_NULL;
-    struct strview target = req ? req->target : SV_NULL;
-    struct strview referer = req ? HTTP_KNOWN(req, H_REFERER) : SV_NULL;
-    struct strview ua = req ? HTTP_KNOWN(req, H_USER_AGENT) : SV_NULL;
-    struct strview user = ex->user;
-    char proto[9] = "HTTP/1.1";
+    struct fields f = { .proto = "HTTP/1.1" };
+    f.alen = netaddr_format(ex->client, f.addr, sizeof(f.addr));
+    f.ts = stamp_now();
+    f.method = req ? req->method_name : SV_NULL;
+    f.target = req ? req->target : SV_NULL;
+    f.referer = req ? HTTP_KNOWN(req, H_REFERER) : SV_NULL;
+    f.ua = req ? HTTP_KNOWN(req, H_USER_AGENT) : SV_NULL;
+    f.user = ex->user;
     if (req)
-        proto[7] = (char)('0' + req->http_minor);
-
-    if (rt->cfg.access_log_format == ALOG_JSON) {
-        PUT_LIT(&l, "{\"time\":\"");
-        put(&l, ts->iso, 20);
-        PUT_LIT(&l, "\",\"remote_addr\":\"");
-        put(&l, addr, alen);
-        PUT_LIT(&l, "\",\"remote_user\":");
-        put_json(&l, user, 256);
-        PUT_LIT(&l, ",\"method\":");
-        put_json(&l, method, 64);
-        PUT_LIT(&l, ",\"uri\":");
-        put_json(&l, target, FIELD_TARGET);
-        PUT_LIT(&l, ",\"protocol\":");
-        put_json(&l, req ? (struct strview){ proto, 8 } : SV_NULL, 16);
-        PUT_LIT(&l, ",\"host\":");
-        put_json(&l, req ? req->host : SV_NULL, 512);
-        PUT_LIT(&l, ",\"status\":");
-        put_num(&l, (uint64_t)ex->status);
-        PUT_LIT(&l, ",\"bytes\":");
-        put_num(&l, ex->body_bytes);
-        PUT_LIT(&l, ",\"referer\":");
-        put_json(&l, referer, FIELD_OTHER);
-        PUT_LIT(&l, ",\"user_agent\":");
-        put_json(&l, ua, FIELD_OTHER);
-        PUT_LIT(&l, "}");
-    } else {
-        put(&l, addr, alen);
-        PUT_LIT(&l, " - ");
-        put_clf(&l, user, 256);
-        PUT_LIT(&l, " [");
-        put(&l, ts->clf, 26);
-        PUT_LIT(&l, "] \"");
-        if (req) {
-            put_clf(&l, method, 64);
-            PUT_LIT(&l, " ");
-            put_clf(&l, target, FIELD_TARGET);
-            PUT_LIT(&l, " ");
-            put(&l, proto, 8);
-        } else {
-            PUT_LIT(&l, "-");
-        }
-        PUT_LIT(&l, "\" ");
-        put_num(&l, (uint64_t)ex->status);
-        PUT_LIT(&l, " ");
-        if (ex->body_bytes)
-            put_num(&l, ex->body_bytes);
-        else
-            PUT_LIT(&l, "-");
-        PUT_LIT(&l, " \"");
-        put_clf(&l, referer, FIELD_OTHER);
-        PUT_LIT(&l, "\" \"");
-        put_clf(&l, ua, FIELD_OTHER);
-        PUT_LIT(&l, "\"");
-    }
+        f.proto[7] = (char)('0' + req->http_minor);
+    if (rt->cfg.access_log_format == ALOG_JSON)
+        line_json(&l, ex, &f);
+    else
+        line_clf(&l, ex, &f);
     l.buf[l.len++] = '\n';
     if (rt->cfg.access_log_buffer) {
         access_buffer_append(rt->access_log, l.buf, l.len, rt->cfg.access_log_buffer,

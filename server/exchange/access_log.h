@@ -39,6 +39,7 @@ struct access_entry {
     struct strview user;             /* Basic authentication's user, or none */
     int status;
     uint64_t body_bytes;
+    const char *content_encoding;    /* NULL: none (identity) */
 };
 
 /* Log one answered exchange under runtime `rt` (whose access log must be open). */

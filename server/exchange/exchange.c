@@ -85,7 +85,7 @@ static void log_request(const struct exchange *ex)
     if (ex->rt->access_fd < 0)
         return;
     struct access_entry e = { ex->req, &ex->client_addr, ex->remote_user, ex->status,
-                              ex->body_bytes };
+                              ex->body_bytes, ex->content_encoding };
     access_log_write(ex->rt, &e);
 }
 

@@ -61,6 +61,8 @@ struct exchange {
     uint8_t redirects;      /* internal redirects that led here (CGI local Location) */
     int status;             /* status sent, for logs and counters */
     uint64_t body_bytes;    /* body bytes sent */
+    const char *content_encoding; /* the Content-Encoding sent, for the access log (static
+                                   * storage; NULL: none) */
     struct in6_addr client_addr; /* the client (the peer, or what a trusted proxy says) */
     struct in6_addr peer_addr;   /* the TCP peer (or what a PROXY header said) */
     in_port_t peer_port;    /* its port, network byte order */

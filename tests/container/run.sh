@@ -32,25 +32,8 @@ PREFIX="lfhttpd-ct-$$"
 IMAGE="localhost/lfhttpd:ct-$$"   # its own tag: another run on the machine may build too
 MAX_IMAGE_BYTES=20000000
 
-pass=0
-fail=0
-t0=$SECONDS
-ok()   { pass=$((pass + 1)); echo "ok   - $*"; }
-bad()  { fail=$((fail + 1)); echo "FAIL - $*"; }
-note() { echo "# $*"; }
-check() { # check NAME COMMAND... : ok when the command succeeds
-    local name=$1; shift
-    if "$@"; then ok "$name"; else bad "$name"; fi
-}
-summary() {
-    echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
-    [ "$fail" -eq 0 ]
-}
-fatal() { # a failure that makes the rest meaningless
-    bad "$*"
-    summary
-    exit 1
-}
+# ok, bad, note, check, summary, fatal
+source tests/lib/check.sh
 
 # podman runs rootful (CONTAINERS.md): as root, or again under sudo
 if [ "$(id -u)" -ne 0 ]; then

@@ -21,22 +21,7 @@ NAME="lfhttpd-arm64-test-$$"
 MAX_IMAGE_BYTES=${MAX_IMAGE_BYTES:-20000000}
 WAIT=${ARM64_WAIT_SECONDS:-60}
 
-pass=0
-fail=0
-t0=$SECONDS
-ok()   { pass=$((pass + 1)); echo "ok   - $*"; }
-bad()  { fail=$((fail + 1)); echo "FAIL - $*"; }
-note() { echo "# $*"; }
-summary() {
-    echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
-    [ "$fail" -eq 0 ]
-}
-check() { # check DESCRIPTION COMMAND...: one check
-    local what=$1
-    shift
-    if "$@"; then ok "$what"; else bad "$what"; fi
-}
-fatal() { bad "$*"; summary; exit 1; }
+source tests/lib/check.sh
 TMP=$(mktemp -d)
 cleanup() {
     podman rm -f "$NAME" >/dev/null 2>&1

@@ -15,20 +15,7 @@ BUILD=${1:-build-arm64}
 QEMU=${QEMU:-qemu-aarch64-static}
 WAIT=${ARM64_WAIT_SECONDS:-60}     # emulation is slow: bounds for start-up and each request
 
-pass=0
-fail=0
-t0=$SECONDS
-ok()   { pass=$((pass + 1)); echo "ok   - $*"; }
-bad()  { fail=$((fail + 1)); echo "FAIL - $*"; }
-summary() {
-    echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
-    [ "$fail" -eq 0 ]
-}
-check() { # check DESCRIPTION COMMAND...: one check
-    local what=$1
-    shift
-    if "$@"; then ok "$what"; else bad "$what"; fi
-}
+source tests/lib/check.sh
 
 tmp=$(mktemp -d)
 srv_pid=""

@@ -13,29 +13,16 @@ more than one thread, lines are compared as sets."""
 
 import os
 import signal
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import (ConfServer, LogFile, parse_clf, run_lfhttpd, wait_for,  # noqa: E402
-                     write_file)
-from lib.server import Conn, fixture_tree, get, req  # noqa: E402
-
-
-def _start(tmpdir, extra, threads=2, log_name="access.log"):
-    tree = fixture_tree(tmpdir)
-    log = os.path.join(tmpdir, log_name)
-    conf = "root %s\naccess_log %s\n%s" % (tree.root, log, extra)
-    s = ConfServer(tmpdir, conf, threads=threads)
-    s.tree = tree
-    s.log_path = log
-    return s, LogFile(log)
+from lib.ops import LogFile, logged_server, parse_clf, run_lfhttpd, write_file
+from lib.server import ConfServer, Conn, fixture_tree, get, req, wait_until
 
 
 def writes(s):
     """The server's write calls so far (not its sends). Counted from after the startup
     notices: 'listening on', which the server fixture waits for, is followed by the
     'lfhttpd serving' notice, itself a write that may come after a first count."""
-    wait_for(lambda: "lfhttpd serving" in s.stderr, what="the startup notice")
+    wait_until(lambda: "lfhttpd serving" in s.stderr, what="the startup notice")
     with open("/proc/%d/io" % s.proc.pid) as f:
         for line in f:
             if line.startswith("syscw:"):
@@ -59,7 +46,7 @@ def test_lines_arrive_after_the_interval_with_few_writes(tmpdir):
     """200 requests: far fewer writes than lines; then, with no more traffic, every line
     arrives whole within the interval (bounded from the last response)."""
     n = 200
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 1s\n")
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 1s\n")
     before = writes(s)
     keepalive_requests(s, n, "buf")
     during = writes(s) - before
@@ -76,7 +63,7 @@ def test_lines_arrive_after_the_interval_with_few_writes(tmpdir):
 def test_a_full_buffer_is_written_at_once(tmpdir):
     """With a flush interval far beyond the test, a 4 KiB buffer goes out as soon as the next
     line would not fit: the file grows while the requests come, in whole lines."""
-    s, log = _start(tmpdir, "access_log_buffer 4k\naccess_log_flush 60s\n", threads=1)
+    s, log = logged_server(tmpdir, "access_log_buffer 4k\naccess_log_flush 60s\n", threads=1)
     ua = "x" * 400
     n = 60                                   # ~27 KiB of lines: 6 or more full buffers
     before = writes(s)
@@ -97,7 +84,7 @@ def test_a_full_buffer_is_written_at_once(tmpdir):
 
 def test_drain_writes_buffered_lines(tmpdir):
     """SIGTERM: the lines still buffered are in the file when the process has exited."""
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n")
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n")
     keepalive_requests(s, 10, "drain-a")
     for i in range(5):
         assert get(s, "/small.html", headers={"User-Agent": "drain-b-%d" % i}).status == 200
@@ -111,12 +98,12 @@ def test_sigusr1_writes_buffered_lines_to_the_old_file(tmpdir):
     """Lines buffered before SIGUSR1 go to the renamed file, none is lost, and the lines
     after it to the new file. One pool thread: a request's line is buffered before the
     thread can take the signal."""
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
     keepalive_requests(s, 12, "before")
     assert get(s, "/small.html", headers={"User-Agent": "before-last"}).status == 200
     os.rename(s.log_path, s.log_path + ".1")
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: "log files reopened" in s.stderr, what="the reopen notice")
+    wait_until(lambda: "log files reopened" in s.stderr, what="the reopen notice")
     old = LogFile(s.log_path + ".1").lines()
     assert agents(old) == ["before-%04d" % i for i in range(12)] + ["before-last"], old
     keepalive_requests(s, 3, "after")
@@ -129,7 +116,7 @@ def test_reload_to_another_log_writes_the_old_lines_there(tmpdir):
     """A reload that moves the log: the lines buffered for the old file go there at the
     reload, though a keep-alive connection still holds the old configuration; the lines after
     it go to the new file."""
-    s, log = _start(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
+    s, log = logged_server(tmpdir, "access_log_buffer 64k\naccess_log_flush 60s\n", threads=1)
     new_path = os.path.join(tmpdir, "new.log")
     with Conn(s) as keep:
         for i in range(5):
@@ -138,7 +125,7 @@ def test_reload_to_another_log_writes_the_old_lines_there(tmpdir):
         write_file(s.conf_path, "root %s\naccess_log %s\naccess_log_buffer 64k\n"
                    "access_log_flush 60s\n" % (s.tree.root, new_path))
         s.signal(signal.SIGHUP)
-        wait_for(lambda: "configuration reloaded" in s.stderr, what="the reload notice")
+        wait_until(lambda: "configuration reloaded" in s.stderr, what="the reload notice")
         old = log.wait_lines(5, timeout=10)  # no traffic, and far less than 60 s
         assert agents(old) == ["old-%d" % i for i in range(5)], old
         keep.send(req("GET", "/one.txt", {"User-Agent": "new-0"}))
@@ -160,7 +147,7 @@ def test_stdout_buffered(tmpdir):
         for i in range(n):
             c.send(req("GET", "/one.txt", {"User-Agent": "p-%04d-%s" % (i, "y" * 300)}))
             assert c.read_response().status == 200
-    wait_for(lambda: s.stdout.count("\n") == n, timeout=10, what="%d lines on stdout" % n)
+    wait_until(lambda: s.stdout.count("\n") == n, 10, what="%d lines on stdout" % n)
     got = sorted(parse_clf(l)["ua"] for l in s.stdout.splitlines())
     assert got == ["p-%04d-%s" % (i, "y" * 300) for i in range(n)]
 

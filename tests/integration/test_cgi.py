@@ -4,19 +4,16 @@ import json
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import SCALE, Conn, T, get, raw, raw_bytes, req  # noqa: E402
-from lib.procs import (copy_example_scripts, group_members, rss_kib, start_with_conf,  # noqa: E402
-                       status_json, wait_until, write_script, zombies_of)
+from lib.server import ConfServer, Conn, SCALE, T, get, raw, raw_bytes, req, wait_until
+from lib.procs import (copy_example_scripts, group_members, rss_kib, status_json, write_script, zombies_of)
 
 SH = "#!/bin/sh\n"
 
 
-def setup(tmpdir, conf=(), threads=2, env=None, args=()):
+def cgi_server(tmpdir, conf=(), threads=2, env=None, args=()):
     """A document root with the example scripts and the test scripts in /cgi-bin/."""
     www = os.path.join(tmpdir, "www")
     cgi = os.path.join(www, "cgi-bin")
@@ -68,7 +65,7 @@ def setup(tmpdir, conf=(), threads=2, env=None, args=()):
     os.makedirs(os.path.join(cgi, ".hidden"))
     write_script(os.path.join(cgi, ".hidden"), "x", scripts["silent"])
     lines = ["location /cgi-bin/ {", "    handler cgi", "}"] + list(conf)
-    srv = start_with_conf(tmpdir, www, lines, threads=threads, env=env, args=args)
+    srv = ConfServer(tmpdir, ["root %s" % www] + list(lines), root=www, threads=threads, env=env, args=args)
     srv.www = www
     return srv
 
@@ -90,7 +87,7 @@ def no_zombies(srv):
 # ---- the example scripts -------------------------------------------------------------------
 
 def test_example_scripts(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     r = get(srv, "/cgi-bin/hello")
     assert r.status == 200 and r.header("Content-Type") == "text/plain; charset=utf-8"
     assert r.body.startswith(b"Hello from CGI!") and b"/cgi-bin/hello" in r.body
@@ -124,7 +121,7 @@ def test_example_scripts(tmpdir):
 
 def test_meta_variables(tmpdir):
     env = dict(os.environ, SECRET_TOKEN="must-not-leak", LANG="C.UTF-8")
-    srv = setup(tmpdir, env=env)
+    srv = cgi_server(tmpdir, env=env)
     with Conn(srv) as c:
         headers = [("Host", "example.test:8080"), ("X-Custom", "v1"), ("X_Under", "no"),
                    ("Proxy", "http://evil:1"), ("Authorization", "Basic c2VjcmV0"),
@@ -186,13 +183,13 @@ def test_meta_variables(tmpdir):
 
 def test_env_pass_allow_list(tmpdir):
     env = dict(os.environ, SECRET_TOKEN="must-not-leak", LANG="C.UTF-8")
-    srv = setup(tmpdir, conf=["cgi_env_pass PATH LANG"], env=env)
+    srv = cgi_server(tmpdir, conf=["cgi_env_pass PATH LANG"], env=env)
     e = env_of(get(srv, "/cgi-bin/env"))
     assert e["LANG"] == "C.UTF-8" and "SECRET_TOKEN" not in e and "PATH" in e
 
 
 def test_working_directory_is_the_scripts(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     r = get(srv, "/cgi-bin/pwd")
     assert r.body.strip().decode() == os.path.realpath(os.path.join(srv.www, "cgi-bin"))
     assert get(srv, "/cgi-bin/sub/inner").body == b"inner\n"
@@ -201,7 +198,7 @@ def test_working_directory_is_the_scripts(tmpdir):
 # ---- request bodies ---------------------------------------------------------------------------
 
 def test_post_bodies_plain_and_chunked(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     body = bytes(range(256)) * 1000
     r = raw(srv, req("POST", "/cgi-bin/echo-body", body=body))
     assert r.status == 200 and r.body == body
@@ -239,7 +236,7 @@ def test_chunked_body_limit_holds_across_reads(tmpdir):
     # max_body_size bounds the whole body, not what one read brings: a chunked body sent in
     # many pieces, 320 KiB in all against a 100 KiB limit, is refused with 413 and never
     # reaches the script (whose echo would be a 200).
-    srv = setup(tmpdir, conf=["max_body_size 100k"])
+    srv = cgi_server(tmpdir, conf=["max_body_size 100k"])
     chunk = b"%x\r\n%s\r\n" % (16384, b"c" * 16384)
     with Conn(srv) as c:
         c.send(req("POST", "/cgi-bin/echo-body", headers=[("Transfer-Encoding", "chunked")]))
@@ -256,7 +253,7 @@ def test_chunked_body_limit_holds_across_reads(tmpdir):
 
 
 def test_stdin_backpressure_large_body_to_slow_reader(tmpdir):
-    srv = setup(tmpdir, conf=["max_body_size 64m"])
+    srv = cgi_server(tmpdir, conf=["max_body_size 64m"])
     size = 32 * 1024 * 1024
     body = b"y" * size
     before = rss_kib(srv.proc.pid)
@@ -284,7 +281,7 @@ def test_stdin_backpressure_large_body_to_slow_reader(tmpdir):
 
 
 def test_stdout_backpressure_slow_client(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     before = rss_kib(srv.proc.pid)
     with Conn(srv, timeout=60, rcvbuf=16384) as c:
         c.send(req("GET", "/cgi-bin/bigout"))
@@ -300,7 +297,7 @@ def test_stdout_backpressure_slow_client(tmpdir):
 # ---- responses ------------------------------------------------------------------------------
 
 def test_status_location_and_headers(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     r = get(srv, "/cgi-bin/status404")
     assert r.status == 404 and r.header("X-Custom") == "yes" and r.body == b"not here\n"
     r = get(srv, "/cgi-bin/local")                       # local redirect: served internally
@@ -336,7 +333,7 @@ def test_status_location_and_headers(tmpdir):
 
 
 def test_bad_scripts_502(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     for name in ("bad", "bad-status", "silent", "bighead", "injected"):
         data = raw_bytes(srv, req("GET", "/cgi-bin/" + name, headers=[("Connection", "close")]))
         assert data.startswith(b"HTTP/1.1 502 "), (name, data[:200])
@@ -345,7 +342,7 @@ def test_bad_scripts_502(tmpdir):
 
 
 def test_script_resolution(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     assert get(srv, "/cgi-bin/not-executable").status == 403
     assert get(srv, "/cgi-bin/nothere").status == 404
     assert get(srv, "/cgi-bin/sub").status == 403        # a directory is not a script
@@ -360,7 +357,7 @@ def test_script_resolution(tmpdir):
 
 
 def test_stderr_goes_to_the_error_log(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     assert get(srv, "/cgi-bin/stderr").body == b"ok\n"
     assert wait_until(lambda: "second?line" in srv.stderr, 3)
     assert "cgi /cgi-bin/stderr: first line" in srv.stderr
@@ -368,7 +365,7 @@ def test_stderr_goes_to_the_error_log(tmpdir):
 
 
 def test_keepalive_and_pipelining_around_cgi(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     with Conn(srv) as c:
         c.send(req("GET", "/cgi-bin/hello") + req("GET", "/static.txt") +
                req("POST", "/cgi-bin/echo-body", body=b"piped") + req("GET", "/cgi-bin/local"))
@@ -383,7 +380,7 @@ def test_keepalive_and_pipelining_around_cgi(tmpdir):
 # ---- limits and processes ----------------------------------------------------------------------
 
 def test_timeout_kills_the_process_group(tmpdir):
-    srv = setup(tmpdir, conf=["cgi_timeout 1s"])
+    srv = cgi_server(tmpdir, conf=["cgi_timeout 1s"])
     t0 = time.monotonic()
     r = get(srv, "/cgi-bin/never", timeout=30)
     dt = time.monotonic() - t0
@@ -404,7 +401,7 @@ def test_timeout_kills_the_process_group(tmpdir):
 
 
 def test_client_disconnect_kills_the_script(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     pidfile = os.path.join(tmpdir, "wait.pid")
     c = Conn(srv)
     c.send(req("GET", "/cgi-bin/wait"))
@@ -418,7 +415,7 @@ def test_client_disconnect_kills_the_script(tmpdir):
 
 
 def test_cgi_max_answers_503(tmpdir):
-    srv = setup(tmpdir, conf=["cgi_max 2"])
+    srv = cgi_server(tmpdir, conf=["cgi_max 2"])
     conns = [Conn(srv) for _ in range(2)]
     for c in conns:
         c.send(req("GET", "/cgi-bin/sleepy"))
@@ -437,7 +434,7 @@ def test_100_scripts_running_never_hold_the_pool(tmpdir):
     request body its client has not sent yet: static requests are answered while all 100 are
     still running, so no pool thread waits for a script (proved by the order of events, not by
     a latency threshold)."""
-    srv = setup(tmpdir, conf=["cgi_max 128"], threads=2)
+    srv = cgi_server(tmpdir, conf=["cgi_max 128"], threads=2)
     write_script(os.path.join(srv.www, "cgi-bin"), "held",
                  SH + "read x\nprintf 'Content-Type: text/plain\\n\\nrested %s\\n' \"$x\"\n")
     n = 100
@@ -480,7 +477,7 @@ def test_100_scripts_running_never_hold_the_pool(tmpdir):
 
 
 def test_sigterm_lets_a_running_script_finish(tmpdir):
-    srv = setup(tmpdir)
+    srv = cgi_server(tmpdir)
     with Conn(srv) as c:
         c.send(req("GET", "/cgi-bin/sleepy"))
         time.sleep(0.1)
@@ -494,7 +491,7 @@ def test_sigterm_lets_a_running_script_finish(tmpdir):
 
 def test_access_log_covers_deferred_exchanges(tmpdir):
     log = os.path.join(tmpdir, "access.log")
-    srv = setup(tmpdir, conf=["access_log %s" % log, "test_endpoints /_test/"])
+    srv = cgi_server(tmpdir, conf=["access_log %s" % log, "test_endpoints /_test/"])
     get(srv, "/cgi-bin/hello")
     get(srv, "/cgi-bin/status404")
     get(srv, "/_test/delay/50")
@@ -536,7 +533,7 @@ def test_basic_authentication_reaches_the_script(tmpdir):
     users = os.path.join(tmpdir, "users")
     with open(users, "w") as f:
         f.write("ann:%s\n" % h)
-    srv = setup(tmpdir, conf=["location /cgi-bin/private/ {", "    handler cgi",
+    srv = cgi_server(tmpdir, conf=["location /cgi-bin/private/ {", "    handler cgi",
                               '    auth_basic "scripts"', "    auth_basic_user_file %s" % users,
                               "}"])
     os.makedirs(os.path.join(srv.www, "cgi-bin", "private"))
@@ -553,7 +550,7 @@ def test_basic_authentication_reaches_the_script(tmpdir):
 
 def test_reload_while_scripts_run(tmpdir):
     """A job outlives the configuration generation it started under."""
-    srv = setup(tmpdir, conf=["cgi_timeout 20s"])
+    srv = cgi_server(tmpdir, conf=["cgi_timeout 20s"])
     conf = os.path.join(tmpdir, "lfhttpd.conf")
     with Conn(srv, timeout=30) as c1, Conn(srv, timeout=30) as c2:
         c1.send(req("GET", "/cgi-bin/slow"))

@@ -25,16 +25,11 @@ Intentional differences, not compared:
 
 import os
 import re
-import shutil
-import subprocess
-import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import T, raw, req  # noqa: E402
-from lib.procs import (copy_example_scripts, free_port, start_with_conf,  # noqa: E402
-                       wait_until, write_script)
-import socket  # noqa: E402
+import pytest
+
+from lib.server import ConfServer, raw, req
+from lib.procs import copy_example_scripts, write_script
 
 SH = "#!/bin/sh\n"
 
@@ -51,13 +46,6 @@ EXTRA = {
 }
 
 
-def lighttpd_binary():
-    for p in ("/usr/sbin/lighttpd", shutil.which("lighttpd") or ""):
-        if p and os.path.exists(p):
-            return p
-    raise AssertionError("lighttpd not installed (tools/deps.sh installs Debian's lighttpd)")
-
-
 def make_root(tmpdir):
     www = os.path.join(tmpdir, "www")
     cgi = os.path.join(www, "cgi-bin")
@@ -70,47 +58,28 @@ def make_root(tmpdir):
     return os.path.realpath(www)
 
 
-def start_lighttpd(tmpdir, www):
-    for attempt in range(3):
-        port = free_port()
-        conf = os.path.join(tmpdir, "lighttpd.conf")
-        with open(conf, "w") as f:
-            f.write('server.document-root = "%s"\n' % www)
-            f.write('server.bind = "127.0.0.1"\nserver.port = %d\n' % port)
-            f.write('server.modules = ("mod_cgi")\n')
-            f.write('server.errorlog = "%s"\n' % os.path.join(tmpdir, "lighttpd-error.log"))
-            f.write('mimetype.assign = (".txt" => "text/plain; charset=utf-8")\n')
-            f.write('cgi.local-redir = "enable"\ncgi.execute-x-only = "enable"\n')
-            f.write('$HTTP["url"] =~ "^/cgi-bin/" {\n    cgi.assign = ("" => "")\n}\n')
-        proc = subprocess.Popen([lighttpd_binary(), "-D", "-f", conf], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-        def up():
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return True
-            except OSError:
-                return proc.poll() is not None
-        wait_until(up, 10)
-        if proc.poll() is None:
-            return proc, port
-        out = proc.stdout.read().decode("utf-8", "replace")
-        if "in use" not in out:
-            raise AssertionError("lighttpd did not start: %s" % out)
-    raise AssertionError("lighttpd: no free port")
+# lighttpd's configuration (lib.peers.lighttpd: %(port)d; %(root)s the document root)
+LIGHTTPD_CONF = """server.document-root = "%(root)s"
+server.bind = "127.0.0.1"
+server.port = %(port)d
+server.modules = ("mod_cgi")
+mimetype.assign = (".txt" => "text/plain; charset=utf-8")
+cgi.local-redir = "enable"
+cgi.execute-x-only = "enable"
+$HTTP["url"] =~ "^/cgi-bin/" {
+    cgi.assign = ("" => "")
+}
+"""
 
 
-def stop(proc):
-    try:
-        os.killpg(proc.pid, 15)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait()
+@pytest.fixture
+def both(tmpdir, lighttpd_peer):
+    """lfhttpd and lighttpd on the same document root: (lfhttpd, lighttpd's address)."""
+    www = make_root(tmpdir)
+    lt = lighttpd_peer(LIGHTTPD_CONF, root=www)
+    srv = ConfServer(tmpdir, ["root %s" % www, "location /cgi-bin/ {", "    handler cgi", "}"],
+                     root=www)
+    return srv, lt.addr
 
 
 CASES = [
@@ -161,60 +130,46 @@ def env_of(resp):
     return dict(l.split("=", 1) for l in resp.body.decode("latin-1").splitlines() if "=" in l)
 
 
-def test_same_answers_as_lighttpd_mod_cgi(tmpdir):
-    www = make_root(tmpdir)
-    lt, port = start_lighttpd(tmpdir, www)
-    try:
-        srv = start_with_conf(tmpdir, www, ["location /cgi-bin/ {", "    handler cgi", "}"])
-        mismatches = []
-        for method, path, headers, body in CASES:
-            a = ask(srv, method, path, headers, body)
-            b = ask(("127.0.0.1", port), method, path, headers, body)
-            what = "%s %s" % (method, path)
-            if a.status != b.status:
-                mismatches.append("%s: status %d (lfhttpd) vs %d (lighttpd)" % (what, a.status,
-                                                                                b.status))
-                continue
-            if a.status >= 400:
-                continue          # error pages are each server's own
-            for h in COMPARED_HEADERS:
-                va, vb = a.header(h), b.header(h)
-                if h == "content-length" and (va is None or vb is None):
-                    continue      # framing: see the module docstring
-                if va != vb:
-                    mismatches.append("%s: %s %r vs %r" % (what, h, va, vb))
-            if normalise(a.body) != normalise(b.body):
-                mismatches.append("%s: body %r vs %r" % (what, a.body[:200], b.body[:200]))
-        assert not mismatches, "\n".join(mismatches)
-    finally:
-        stop(lt)
+@pytest.mark.parametrize("method,path,headers,body", CASES,
+                         ids=["%d-%s %s" % (i, c[0], c[1]) for i, c in enumerate(CASES)])
+def test_same_answers_as_lighttpd_mod_cgi(both, method, path, headers, body):
+    srv, lighttpd = both
+    a = ask(srv, method, path, headers, body)
+    b = ask(lighttpd, method, path, headers, body)
+    assert a.status == b.status, "status %d (lfhttpd) vs %d (lighttpd)" % (a.status, b.status)
+    if a.status >= 400:
+        return            # error pages are each server's own: the status is the answer
+    for h in COMPARED_HEADERS:
+        va, vb = a.header(h), b.header(h)
+        if h == "content-length" and (va is None or vb is None):
+            continue      # framing: see the module docstring
+        assert va == vb, "%s %r (lfhttpd) vs %r (lighttpd)" % (h, va, vb)
+    assert normalise(a.body) == normalise(b.body), "body %r vs %r" % (a.body[:200], b.body[:200])
 
 
-def test_same_meta_variables_as_lighttpd(tmpdir):
-    www = make_root(tmpdir)
-    lt, port = start_lighttpd(tmpdir, www)
-    try:
-        srv = start_with_conf(tmpdir, www, ["location /cgi-bin/ {", "    handler cgi", "}"])
-        for method, path, headers, body in [
-            ("GET", "/cgi-bin/env/x/y%20z?q=1&r=a%20b", [("X-Test", "1"), ("Cookie", "a=1")], b""),
-            ("POST", "/cgi-bin/env", [("Content-Type", "text/x-test")], b"hello"),
-            ("POST", "/cgi-bin/env", [("Transfer-Encoding", "chunked")], b"chunked body"),
-        ]:
-            a = env_of(ask(srv, method, path, headers, body))
-            b = env_of(ask(("127.0.0.1", port), method, path, headers, body))
-            for k in SAME_VARS:
-                assert a.get(k) == b.get(k), "%s %s: %s=%r (lfhttpd) vs %r (lighttpd)" % (
-                    method, path, k, a.get(k), b.get(k))
-            if body:
-                assert a["CONTENT_LENGTH"] == b["CONTENT_LENGTH"] == str(len(body))
-            else:
-                assert "CONTENT_LENGTH" not in a and b.get("CONTENT_LENGTH") == "0"
-            # Everything lfhttpd sets, lighttpd sets too, but PATH (cgi_env_pass).
-            only_ours = sorted(k for k in a if k not in b and k not in ("PATH",))
-            assert not only_ours, only_ours
-            # What lighttpd sets and lfhttpd deliberately does not.
-            only_theirs = sorted(k for k in b if k not in a)
-            assert set(only_theirs) <= {"CONTENT_LENGTH", "HTTP_CONTENT_LENGTH",
-                                        "HTTP_AUTHORIZATION"}, only_theirs
-    finally:
-        stop(lt)
+META_CASES = [
+    ("GET", "/cgi-bin/env/x/y%20z?q=1&r=a%20b", [("X-Test", "1"), ("Cookie", "a=1")], b""),
+    ("POST", "/cgi-bin/env", [("Content-Type", "text/x-test")], b"hello"),
+    ("POST", "/cgi-bin/env", [("Transfer-Encoding", "chunked")], b"chunked body"),
+]
+
+
+@pytest.mark.parametrize("method,path,headers,body", META_CASES,
+                         ids=["get-path-info-query", "post-length", "post-chunked"])
+def test_same_meta_variables_as_lighttpd(both, method, path, headers, body):
+    srv, lighttpd = both
+    a = env_of(ask(srv, method, path, headers, body))
+    b = env_of(ask(lighttpd, method, path, headers, body))
+    for k in SAME_VARS:
+        assert a.get(k) == b.get(k), "%s=%r (lfhttpd) vs %r (lighttpd)" % (k, a.get(k), b.get(k))
+    if body:
+        assert a["CONTENT_LENGTH"] == b["CONTENT_LENGTH"] == str(len(body))
+    else:
+        assert "CONTENT_LENGTH" not in a and b.get("CONTENT_LENGTH") == "0"
+    # Everything lfhttpd sets, lighttpd sets too, but PATH (cgi_env_pass).
+    only_ours = sorted(k for k in a if k not in b and k not in ("PATH",))
+    assert not only_ours, only_ours
+    # What lighttpd sets and lfhttpd deliberately does not.
+    only_theirs = sorted(k for k in b if k not in a)
+    assert set(only_theirs) <= {"CONTENT_LENGTH", "HTTP_CONTENT_LENGTH",
+                                "HTTP_AUTHORIZATION"}, only_theirs

@@ -4,11 +4,10 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import (Conn, Server, T, binary, fixture_tree, get, req,  # noqa: E402
+from lib.static import make_root
+from lib.server import (Conn, Server, T, binary, fixture_tree, get, req,
                         sanitizer_report)
 
 
@@ -34,11 +33,8 @@ def assert_usage_error(args, cwd=None):
 
 
 def _root(tmpdir):
-    root = os.path.join(tmpdir, "root")
-    os.makedirs(root)
-    with open(os.path.join(root, "index.html"), "w") as f:
-        f.write("hello from index\n")
-    return root
+    return make_root(os.path.join(tmpdir, "root"), {"index.html": b"hello from index\n"},
+                     mtime=None)
 
 
 def test_version(tmpdir):

@@ -13,14 +13,12 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.decode import decode, decode_many  # noqa: E402
-from lib.server import T, Conn, Server, curl, get, req  # noqa: E402
-from lib.static import OLD, conf_server, make_root, set_mtime  # noqa: E402
+from lib.decode import decode, decode_many
+from lib.server import ConfServer, Conn, Server, T, curl, get, req
+from lib.static import OLD, make_root, set_mtime
 
 IS_ROOT = os.geteuid() == 0
 CODINGS = ("br", "zstd", "gzip")
@@ -62,7 +60,7 @@ def _root(tmpdir, files=None):
 
 def _srv(tmpdir, conf=FAST, files=None, threads=2, **kw):
     root = _root(tmpdir, files)
-    s = conf_server(tmpdir, "file_cache_valid 0\n" + conf, root=root, threads=threads, **kw)
+    s = ConfServer(tmpdir, "file_cache_valid 0\n" + conf, root=root, threads=threads, **kw)
     s.rootdir = root
     return s
 
@@ -218,7 +216,7 @@ def test_sibling_wins_for_its_coding(tmpdir):
     root = make_root(os.path.join(tmpdir, "root"), files)
     set_mtime(os.path.join(root, "small.html.gz"), OLD + 10)
     os.chmod(tmpdir, 0o755)
-    s = conf_server(tmpdir, "file_cache_valid 0\n" + FAST, root=root)
+    s = ConfServer(tmpdir, "file_cache_valid 0\n" + FAST, root=root)
     r = ae(s, "/small.html", "gzip")
     assert r.header("Content-Encoding") == "gzip" and r.body == fake_gz, r.headers
     sib_tag = r.header("ETag")
@@ -278,7 +276,7 @@ def test_etags_stable_across_restart_and_replicas(tmpdir):
     s = _srv(tmpdir)
     first = {c: ae(s, "/small.html", c).header("ETag") for c in (None,) + CODINGS}
     s.stop()
-    s2 = conf_server(tmpdir, "file_cache_valid 0\n" + FAST, root=s.rootdir)
+    s2 = ConfServer(tmpdir, "file_cache_valid 0\n" + FAST, root=s.rootdir)
     assert {c: ae(s2, "/small.html", c).header("ETag") for c in (None,) + CODINGS} == first
     # A replica: the same files copied elsewhere (same size and mtime).
     other = os.path.join(tmpdir, "replica")
@@ -288,7 +286,7 @@ def test_etags_stable_across_restart_and_replicas(tmpdir):
         os.utime(os.path.join(other, path), ns=(st.st_atime_ns, st.st_mtime_ns))
     d3 = os.path.join(tmpdir, "r3")
     os.makedirs(d3)
-    s3 = conf_server(d3, "file_cache_valid 0\n" + FAST, root=other)
+    s3 = ConfServer(d3, "file_cache_valid 0\n" + FAST, root=other)
     got = {c: ae(s3, "/small.html", c) for c in (None,) + CODINGS}
     assert {c: r.header("ETag") for c, r in got.items()} == first
     for c in CODINGS:   # the same tag, the same bytes
@@ -380,7 +378,7 @@ def test_cache_dir_survives_restart(tmpdir):
     assert len(files) == 4, files
     inodes = {n: os.stat(os.path.join(cache, n)).st_ino for n in files}
     assert s.stop() == 0
-    s2 = conf_server(tmpdir, "file_cache_valid 0\n" + _cache_conf(cache), root=s.rootdir)
+    s2 = ConfServer(tmpdir, "file_cache_valid 0\n" + _cache_conf(cache), root=s.rootdir)
     # The first request after the restart finds the variant made by the first run.
     for coding in CODINGS:
         r = ae(s2, "/page.html", coding)
@@ -491,7 +489,7 @@ def test_differential_against_nginx_gzip_on(tmpdir):
              "data.json": FILES["data.json"], "pic.svg": FILES["pic.svg"],
              "img.png": FILES["img.png"], "tiny.html": TINY}
     root = _root(tmpdir, files)
-    lf = conf_server(tmpdir, "compress_level gzip 6\n", root=root)
+    lf = ConfServer(tmpdir, "compress_level gzip 6\n", root=root)
     ntmp = os.path.join(tmpdir, "nginx")
     os.makedirs(ntmp)
     sock = socket.socket()

@@ -8,15 +8,12 @@ context freed when the client leaves mid-stream."""
 import json
 import os
 import socket
-import sys
 import time
 import zlib
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.decode import decode  # noqa: E402
-from lib.probe import wait_until  # noqa: E402
-from lib.server import T, Conn, get, req  # noqa: E402
-from lib.static import check_config, conf_server  # noqa: E402
+from lib.decode import decode
+from lib.server import ConfServer, Conn, T, get, req, wait_until
+from lib.static import check_config
 
 SH = "#!/bin/sh\n"
 # ~190 KB of compressible HTML in several pipe reads, so the body crosses many pieces.
@@ -28,7 +25,7 @@ def page_body():
     return b"".join(b"<p>row %d of the dynamic page</p>\n" % i for i in range(1, 12001))
 
 
-def setup(tmpdir, conf="compress_dynamic on\n", extra_scripts=None):
+def dynamic_server(tmpdir, conf="compress_dynamic on\n", extra_scripts=None):
     www = os.path.join(tmpdir, "www")
     cgi = os.path.join(www, "cgi-bin")
     os.makedirs(cgi)
@@ -64,7 +61,7 @@ def setup(tmpdir, conf="compress_dynamic on\n", extra_scripts=None):
             f.write(text)
         os.chmod(p, 0o755)
     conf = conf + "test_endpoints /_test/\nlocation /cgi-bin/ {\n    handler cgi\n}\n"
-    s = conf_server(tmpdir, conf, root=www)
+    s = ConfServer(tmpdir, conf, root=www)
     s.flag = flag
     return s
 
@@ -85,7 +82,7 @@ def status_json(s):
 
 
 def test_cgi_gzip_and_zstd_decode_to_the_identity_body(tmpdir):
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         want = page_body()
         ident = fetch(s, "/cgi-bin/page")
         assert ident.status == 200 and ident.body == want
@@ -108,7 +105,7 @@ def test_cgi_gzip_and_zstd_decode_to_the_identity_body(tmpdir):
 
 
 def test_off_by_default(tmpdir):
-    with setup(tmpdir, conf="") as s:
+    with dynamic_server(tmpdir, conf="") as s:
         r = fetch(s, "/cgi-bin/page", "gzip, zstd")
         assert r.status == 200 and r.header("Content-Encoding") is None
         assert r.header("Vary") is None and r.body == page_body()
@@ -116,7 +113,7 @@ def test_off_by_default(tmpdir):
 
 def test_per_location(tmpdir):
     conf = "location /cgi-bin/z/ {\n    handler cgi\n    compress_dynamic on\n}\n"
-    with setup(tmpdir, conf=conf) as s:
+    with dynamic_server(tmpdir, conf=conf) as s:
         os.makedirs(os.path.join(s.root, "cgi-bin", "z"))
         os.link(os.path.join(s.root, "cgi-bin", "page"), os.path.join(s.root, "cgi-bin", "z", "page"))
         assert fetch(s, "/cgi-bin/page", "gzip").header("Content-Encoding") is None
@@ -125,7 +122,7 @@ def test_per_location(tmpdir):
 
 
 def test_what_is_never_compressed(tmpdir):
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         r = fetch(s, "/cgi-bin/binary", "gzip")   # a type outside compress_types
         assert r.header("Content-Encoding") is None and r.header("Vary") is None
         assert r.body.startswith(b"1\n2\n3\n")
@@ -146,7 +143,7 @@ def test_what_is_never_compressed(tmpdir):
 
 
 def test_strong_etag_weakened_and_vary_kept(tmpdir):
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         r = fetch(s, "/cgi-bin/etag", "gzip")
         assert r.header("Content-Encoding") == "gzip"
         assert r.header("ETag") == 'W/"v1"'
@@ -157,7 +154,7 @@ def test_strong_etag_weakened_and_vary_kept(tmpdir):
 
 
 def test_head_has_the_head_of_get(tmpdir):
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         h = fetch(s, "/cgi-bin/etag", "gzip", method="HEAD")
         g = fetch(s, "/cgi-bin/etag", "gzip")
         assert h.status == 200 and h.body == b""
@@ -167,7 +164,7 @@ def test_head_has_the_head_of_get(tmpdir):
 
 
 def test_http10_close_delimited(tmpdir):
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         r = fetch(s, "/cgi-bin/page", "gzip", version="HTTP/1.0")
         assert r.header("Content-Encoding") == "gzip" and r.header("Transfer-Encoding") is None
         assert r.header("Connection") == "close"
@@ -175,7 +172,7 @@ def test_http10_close_delimited(tmpdir):
 
 
 def test_keepalive_across_compressed_responses(tmpdir):
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         c = Conn(s)
         for accept in ("gzip", "zstd", None, "gzip"):
             h = {} if accept is None else {"Accept-Encoding": accept}
@@ -195,7 +192,7 @@ def _read_some(sock, deadline):
 
 def test_each_piece_is_flushed(tmpdir):
     """The script's first line reaches the client, decodable, while the script still runs."""
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         sock = socket.create_connection(("127.0.0.1", s.port), timeout=T(10))
         sock.sendall(req("GET", "/cgi-bin/waits", {"Accept-Encoding": "gzip"}))
         deadline = time.monotonic() + T(20)  # from the request's last byte
@@ -238,7 +235,7 @@ def test_each_piece_is_flushed(tmpdir):
 
 def test_test_endpoint_streams(tmpdir):
     conf = "compress_dynamic on\ncompress_types application/x-ndjson text/*\n"
-    with setup(tmpdir, conf=conf) as s:
+    with dynamic_server(tmpdir, conf=conf) as s:
         r = fetch(s, "/_test/stream/40", "zstd")
         assert r.status == 200 and r.header("Content-Encoding") == "zstd"
         lines = decoded(r).splitlines()
@@ -248,7 +245,7 @@ def test_test_endpoint_streams(tmpdir):
 
 
 def test_contexts_bounded_by_compress_dynamic_max(tmpdir):
-    with setup(tmpdir, conf="compress_dynamic on\ncompress_dynamic_max 1\n") as s:
+    with dynamic_server(tmpdir, conf="compress_dynamic on\ncompress_dynamic_max 1\n") as s:
         held = Conn(s)
         held.send(req("GET", "/cgi-bin/waits", {"Accept-Encoding": "gzip"}))
         assert wait_until(lambda: status_json(s)["active"] == 1, T(20))
@@ -265,12 +262,12 @@ def test_contexts_bounded_by_compress_dynamic_max(tmpdir):
         assert fetch(s, "/cgi-bin/page", "gzip").header("Content-Encoding") == "gzip"
     zero = os.path.join(tmpdir, "zero")
     os.makedirs(zero)
-    with setup(zero, conf="compress_dynamic on\ncompress_dynamic_max 0\n") as s:
+    with dynamic_server(zero, conf="compress_dynamic on\ncompress_dynamic_max 0\n") as s:
         assert fetch(s, "/cgi-bin/page", "gzip").header("Content-Encoding") is None
 
 
 def test_counters_and_a_client_leaving_mid_stream(tmpdir):
-    with setup(tmpdir) as s:
+    with dynamic_server(tmpdir) as s:
         before = status_json(s)
         r = fetch(s, "/cgi-bin/page", "gzip")
         fetch(s, "/cgi-bin/page", "zstd")

@@ -1,12 +1,9 @@
 """Many concurrent keep-alive connections."""
 
-import os
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, req, sha256  # noqa: E402
+from lib.server import Conn, T, req, sha256
 
 CLIENTS = 200
 REQUESTS = 30

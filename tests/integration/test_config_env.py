@@ -6,12 +6,9 @@ import os
 import re
 import signal
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, one_error_line, run_lfhttpd, write_file  # noqa: E402
-from lib.procs import wait_until  # noqa: E402
-from lib.server import Server, T, binary, free_port, get  # noqa: E402
+from lib.ops import one_error_line, run_lfhttpd, write_file
+from lib.server import ConfServer, Server, T, binary, free_port, get, wait_until
 
 
 def _site(tmpdir, name):

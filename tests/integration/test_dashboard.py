@@ -5,11 +5,8 @@ or filters by is a label of that metric (or one Prometheus adds at scrape: insta
 import json
 import os
 import re
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import REPO, Conn, req  # noqa: E402
-from lib.procs import start_with_conf  # noqa: E402
+from lib.server import REPO, ConfServer, Conn, req
 
 DASHBOARD = os.path.join(REPO, "deploy", "grafana", "lfhttpd.json")
 SAMPLE = re.compile(r'^([a-z_][a-z0-9_]*)(?:\{([^}]*)\})? \S+$')
@@ -62,7 +59,7 @@ def test_dashboard_names_only_exported_metrics_and_labels(tmpdir):
     os.makedirs(root)
     with open(os.path.join(root, "index.html"), "w") as f:
         f.write("hello\n")
-    srv = start_with_conf(tmpdir, root, [])
+    srv = ConfServer(tmpdir, "root %s\n" % root)
     # A labelled counter has its first series once a request has been counted.
     with Conn(srv.addr()) as c:
         c.send(req("GET", "/", [("Host", "localhost"), ("Connection", "close")]))

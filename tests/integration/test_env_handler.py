@@ -11,13 +11,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, run_lfhttpd, write_file  # noqa: E402
-from lib.procs import wait_until  # noqa: E402
-from lib.server import T, get, raw, req  # noqa: E402
+import pytest
+
+from lib.ops import run_lfhttpd, write_file
+from lib.server import ConfServer, T, get, raw, req, wait_until
 
 CONF = ("root %s\n"
         "location /env.js {\n    handler env js\n    env_expose LF_API_URL LF_FEATURE\n"
@@ -151,6 +150,7 @@ def _dump_dom(url, tmpdir):
     return p.stdout.decode("utf-8")
 
 
+@pytest.mark.timeout(200)
 def test_the_script_runs_in_a_browser_external_and_inline(tmpdir):
     """Chromium loads /env.js from a page, and the same body pasted inside an inline <script>:
     window.__ENV holds the values exactly, and the inline copy does not end its element."""
@@ -174,5 +174,3 @@ def test_the_script_runs_in_a_browser_external_and_inline(tmpdir):
         srv.stop()
     assert srv.returncode == 0, srv.stderr
 
-
-test_the_script_runs_in_a_browser_external_and_inline.timeout = 200

@@ -7,12 +7,9 @@ import json
 import os
 import re
 import signal
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, run_lfhttpd, write_file  # noqa: E402
-from lib.procs import wait_until  # noqa: E402
-from lib.server import get  # noqa: E402
+from lib.ops import run_lfhttpd, write_file
+from lib.server import ConfServer, get, wait_until
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 

@@ -11,16 +11,13 @@ correctly at once; descriptors and threads return to their baseline and RSS stay
 import json
 import os
 import signal
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.fault import ALLOC, Baseline, Faults, sanitizer_env  # noqa: E402
-from lib.probe import wait_until  # noqa: E402
-from lib.procs import write_script, zombies_of  # noqa: E402
-from lib.server import Conn, Server, T, fixture_tree, req  # noqa: E402
-from lib import tls as TLS  # noqa: E402
+from lib.fault import ALLOC, Baseline, Faults, sanitizer_env
+from lib.procs import write_script, zombies_of
+from lib.server import Conn, Server, T, fixture_tree, req, wait_until
+from lib import tls as TLS
 
 SH = "#!/bin/sh\n"
 TLS_NAME = "b.test"

@@ -12,15 +12,11 @@ their baseline."""
 
 import os
 import signal
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.fault import Baseline, Faults, sanitizer_env  # noqa: E402
-from lib.probe import wait_until  # noqa: E402
-from lib.procs import group_members, start_with_conf, status_json, write_script, \
-    zombies_of  # noqa: E402
-from lib.server import Conn, ConnectionClosed, T, fixture_tree, req  # noqa: E402
+from lib.fault import Baseline, Faults, sanitizer_env
+from lib.procs import group_members, status_json, write_script, zombies_of
+from lib.server import ConfServer, Conn, ConnectionClosed, T, fixture_tree, req, wait_until
 
 SH = "#!/bin/sh\n"
 CT = "printf 'Content-Type: text/plain\\n\\n'\n"
@@ -56,8 +52,8 @@ def _server(tmpdir, faults=None, conf=()):
     for name, text in _scripts(tmpdir).items():
         write_script(cgi, name, text)
     env = sanitizer_env(faults.env() if faults else dict(os.environ))
-    srv = start_with_conf(tmpdir, tree.root, ["location /cgi-bin/ {", "    handler cgi", "}",
-                                              "cgi_timeout 2s"] + list(conf), env=env)
+    srv = ConfServer(tmpdir, ["root %s" % tree.root, "location /cgi-bin/ {", "    handler cgi", "}",
+                                              "cgi_timeout 2s"] + list(conf), root=tree.root, env=env)
     srv.tree = tree
     srv.files = tree.files
     return srv

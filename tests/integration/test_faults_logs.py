@@ -9,16 +9,13 @@ import os
 import re
 import shutil
 import signal
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.fault import Baseline  # noqa: E402
-from lib.ops import parse_clf  # noqa: E402
-from lib.probe import wait_until  # noqa: E402
-from lib.procs import write_script  # noqa: E402
-from lib.server import LISTEN_RE, Conn, Server, T, binary, fixture_tree, req  # noqa: E402
+from lib.fault import Baseline
+from lib.ops import parse_clf
+from lib.procs import write_script
+from lib.server import Conn, LISTEN_RE, Server, T, binary, fixture_tree, req, wait_until
 
 ERROR_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[(error|warn|notice|info|debug)\] ")
 

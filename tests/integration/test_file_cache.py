@@ -8,14 +8,12 @@ import os
 import random
 import re
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.fault import Faults, sanitizer_env  # noqa: E402
-from lib.server import T, ConnectionClosed, Conn, get, req  # noqa: E402
-from lib.static import conf_server, make_root  # noqa: E402
+from lib.fault import Faults, sanitizer_env
+from lib.server import ConfServer, Conn, ConnectionClosed, T, get, req
+from lib.static import make_root
 
 INTERVAL = 0.2           # file_cache_valid 200ms
 SLACK = T(0.5)           # scheduling and revalidation latency allowed on top of the interval
@@ -109,7 +107,7 @@ def _setup(tmpdir, interval="200ms"):
         with open(os.path.join(root, name), "wb") as f:
             f.write(data)
         hist.end(rec)
-    s = conf_server(tmpdir, "file_cache_valid %s\n" % interval, root=root, threads=4)
+    s = ConfServer(tmpdir, "file_cache_valid %s\n" % interval, root=root, threads=4)
     return s, root, hist
 
 
@@ -479,7 +477,7 @@ def test_cache_churn_compressed_variants_never_stale(tmpdir):
         with open(os.path.join(root, name), "wb") as f:
             f.write(data)
         hist.end(rec)
-    s = conf_server(tmpdir, "file_cache_valid 200ms\ncompress_level br 5\n"
+    s = ConfServer(tmpdir, "file_cache_valid 200ms\ncompress_level br 5\n"
                     "compress_level zstd 3\n", root=root, threads=4)
     stop = threading.Event()
     errors = []
@@ -527,8 +525,7 @@ def test_a_file_changing_while_cached_is_not_trusted_with_its_old_length(tmpdir)
     f = Faults(tmpdir)
     root = os.path.join(tmpdir, "root")
     make_root(root, {}, mtime=None)
-    s = conf_server(tmpdir, "file_cache_valid 60s\n", root=root, threads=2,
-                    env=sanitizer_env(f.env()))
+    s = ConfServer(tmpdir, "file_cache_valid 60s\n", root=root, threads=2, env=sanitizer_env(f.env()))
     for i, (arm, name) in enumerate(((lambda: f.countdown(["pread"], 1), "once.txt"),
                                      (lambda: f.always(["pread"]), "always.txt"))):
         path = os.path.join(root, name)

@@ -2,12 +2,9 @@
 with an error and the connection is closed, so that no byte of it can be read as the start of
 another request (request smuggling)."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, req  # noqa: E402
-from lib.probe import answer_then_keepalive, error_then_close  # noqa: E402
+from lib.server import Conn, req
+from lib.probe import answer_then_keepalive, error_then_close
 
 H = b"GET /one.txt HTTP/1.1\r\nHost: x\r\n"
 P = b"POST /one.txt HTTP/1.1\r\nHost: x\r\n"

@@ -10,13 +10,12 @@ import os
 import random
 import selectors
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, ConnectionClosed, T, req, sha256  # noqa: E402
-from lib.probe import configured, fd_count, rss_kib, wait_until  # noqa: E402
+from lib.server import ConfServer, Conn, ConnectionClosed, T, fixture_tree, req, sha256, wait_until
+from lib.probe import fd_count
+from lib.procs import rss_kib
 
 SLOWLORIS = 300
 IDLE = 100
@@ -196,7 +195,7 @@ def test_hostile_clients(tmpdir):
     # ASan keeps freed memory in a quarantine (256 MiB by default), which would read as
     # growth; leaks are LeakSanitizer's job at exit in that build.
     env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":quarantine_size_mb=4").lstrip(":")
-    srv = configured(tmpdir, CONFIG, env=env)
+    srv = ConfServer(tmpdir, CONFIG, env=env, root=fixture_tree(tmpdir))
     with open(os.path.join(srv.tree.root, "huge.bin"), "wb") as f:
         f.truncate(50 * 1024 * 1024)
     pid = srv.proc.pid
@@ -237,7 +236,7 @@ def test_half_closed_client_that_stops_reading_leaves_the_pool_idle(tmpdir):
     # must not wake it, or every re-arm would report it again and a pool thread would spin
     # until timeout_send. The pool's event count shows it: a few events, not thousands.
     from lib.procs import status_json
-    srv = configured(tmpdir, {"timeout_send": "60s"})
+    srv = ConfServer(tmpdir, {"timeout_send": "60s"}, root=fixture_tree(tmpdir))
     with open(os.path.join(srv.tree.root, "huge.bin"), "wb") as f:
         f.truncate(50 * 1024 * 1024)
     s = socket.socket()

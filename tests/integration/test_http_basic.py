@@ -3,12 +3,10 @@
 import http.client
 import os
 import re
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import (Conn, T, curl, get, imf, parse_imf, req, sha256)  # noqa: E402
+from lib.server import (Conn, T, curl, get, imf, parse_imf, req, sha256)
 
 FILES = ["/empty.txt", "/one.txt", "/small.html", "/kib.txt", "/big.bin",
          "/sub/file.css", "/noext", "/data.zzunknown"]

@@ -1,11 +1,8 @@
 """Persistent connections, HTTP/1.0, pipelining, requests split across segments."""
 
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, req, sha256  # noqa: E402
+from lib.server import Conn, T, req, sha256
 
 
 def test_http11_keepalive_default(srv):

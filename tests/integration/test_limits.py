@@ -5,14 +5,11 @@ import os
 import select
 import socket
 import stat
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, Server, T, binary, curl, fixture_tree, req  # noqa: E402
-from lib.probe import (answer_then_keepalive, configured, cpu_seconds, error_then_close,  # noqa: E402
-                       fd_count, wait_until)
+from lib.server import ConfServer, Conn, Server, T, binary, curl, fixture_tree, req, wait_until
+from lib.probe import answer_then_keepalive, cpu_seconds, error_then_close, fd_count
 
 P = b"POST /one.txt HTTP/1.1\r\nHost: x\r\n"
 NEXT = b"GET /kib.txt HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -80,7 +77,7 @@ LIMITS = {"max_request_head": "1k", "max_headers": "5", "max_uri_length": "64",
 
 
 def test_head_size_431(tmpdir):
-    srv = configured(tmpdir, LIMITS)
+    srv = ConfServer(tmpdir, LIMITS, root=fixture_tree(tmpdir))
     answer_then_keepalive(srv, req("GET", "/one.txt", {"X-A": "a" * 800}), 200)
     error_then_close(srv, req("GET", "/one.txt", {"X-A": "a" * 1100}), 431)
     error_then_close(srv, req("GET", "/one.txt", {"X-A": "a" * 350, "X-B": "b" * 350,
@@ -94,21 +91,21 @@ def test_head_size_431(tmpdir):
 
 
 def test_header_count_431(tmpdir):
-    srv = configured(tmpdir, LIMITS)
+    srv = ConfServer(tmpdir, LIMITS, root=fixture_tree(tmpdir))
     answer_then_keepalive(srv, req("GET", "/one.txt", [("X-%d" % i, "v") for i in range(4)]),
                           200)
     error_then_close(srv, req("GET", "/one.txt", [("X-%d" % i, "v") for i in range(5)]), 431)
 
 
 def test_uri_length_414(tmpdir):
-    srv = configured(tmpdir, LIMITS)
+    srv = ConfServer(tmpdir, LIMITS, root=fixture_tree(tmpdir))
     answer_then_keepalive(srv, req("GET", "/" + "a" * 63), 404)
     error_then_close(srv, req("GET", "/" + "a" * 64), 414)
     error_then_close(srv, req("GET", "/one.txt?" + "q" * 100), 414)
 
 
 def test_body_size_413(tmpdir):
-    srv = configured(tmpdir, LIMITS)
+    srv = ConfServer(tmpdir, LIMITS, root=fixture_tree(tmpdir))
     answer_then_keepalive(srv, req("POST", "/one.txt", body=b"b" * 1024), 405, method="POST")
     error_then_close(srv, req("POST", "/one.txt", body=b"b" * 1025), 413, method="POST")
     error_then_close(srv, P + b"Content-Length: 99999999999\r\n\r\n", 413, method="POST")
@@ -123,7 +120,7 @@ def test_body_size_413(tmpdir):
 def test_chunk_framing_counts_towards_body_limit(tmpdir):
     # Chunk-size lines (leading zeros), extensions and trailer fields are not body bytes, but a
     # client must not be able to stream them forever: they may add max_request_head at most.
-    srv = configured(tmpdir, LIMITS)
+    srv = ConfServer(tmpdir, LIMITS, root=fixture_tree(tmpdir))
     te = P + b"Transfer-Encoding: chunked\r\n\r\n"
     for body in (b"0" * 3000 + b"1\r\na\r\n0\r\n\r\n",
                  b"1;" + b"e" * 3000 + b"\r\na\r\n0\r\n\r\n",
@@ -138,7 +135,7 @@ def test_chunk_framing_counts_towards_body_limit(tmpdir):
 def test_chunked_body_over_limit_later_closes(tmpdir):
     # When the excess arrives after the response, the connection is closed (the response was
     # already sent; the rest of the body is never parsed as requests).
-    srv = configured(tmpdir, LIMITS)
+    srv = ConfServer(tmpdir, LIMITS, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         c.send(P + b"Transfer-Encoding: chunked\r\n\r\n")
         assert c.read_response("POST").status == 405
@@ -151,7 +148,7 @@ def test_413_seen_while_client_still_sending(tmpdir):
     # must keep draining (lingering close) until the client has finished: a close with unread
     # input would reset the connection under it (its send fails, and on many stacks the
     # unread response is lost). Lingering, the client finishes sending and then sees EOF.
-    srv = configured(tmpdir, {"max_body_size": "64k"})
+    srv = ConfServer(tmpdir, {"max_body_size": "64k"}, root=fixture_tree(tmpdir))
     size = 8 * 1024 * 1024
     with Conn(srv, timeout=20) as c:
         errors = []
@@ -179,7 +176,7 @@ def test_413_seen_while_client_still_sending(tmpdir):
 
 
 def test_413_curl_large_upload(tmpdir):
-    srv = configured(tmpdir, {"max_body_size": "64k"})
+    srv = ConfServer(tmpdir, {"max_body_size": "64k"}, root=fixture_tree(tmpdir))
     body = os.path.join(tmpdir, "big-upload.bin")
     with open(body, "wb") as f:
         f.truncate(16 * 1024 * 1024)
@@ -198,7 +195,7 @@ def _cpu_over(pid, seconds):
 
 
 def test_max_connections_pauses_accepting_without_spinning(tmpdir):
-    srv = configured(tmpdir, {"max_connections": "4"})
+    srv = ConfServer(tmpdir, {"max_connections": "4"}, root=fixture_tree(tmpdir))
     pid = srv.proc.pid
     held = []
     try:

@@ -14,17 +14,12 @@ import sys
 import textwrap
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, ConnectionClosed, T, fixture_tree, req  # noqa: E402
-from lib.ops import ConfServer, run_lfhttpd, write_file, one_error_line  # noqa: E402
-from lib.probe import rss_kib, wait_until  # noqa: E402
+from lib.server import (Conn, ConnectionClosed, REPO, T, fixture_server, fixture_tree, req,
+                        wait_until)
+from lib.ops import run_lfhttpd, write_file, one_error_line
+from lib.procs import rss_kib
 
 ABUSER, OTHER, ALLOWED = "127.0.0.2", "127.0.0.3", "127.0.0.4"
-
-
-def _start(tmpdir, conf, **kw):
-    tree = fixture_tree(tmpdir)
-    return ConfServer(tmpdir, "root %s\n%s" % (tree.root, conf), **kw)
 
 
 def _get(s, path, source, headers=None, addr=None):
@@ -69,7 +64,7 @@ def _refused(s, source, addr=None):
 # ---- limit_conn_per_ip (top level: connections) ------------------------------------------------
 
 def test_conn_limit_refuses_abuser_serves_others_and_frees_slot_on_close(tmpdir):
-    s = _start(tmpdir, "limit_conn_per_ip 2\nlimit_allow %s\n" % ALLOWED)
+    s = fixture_server(tmpdir, "limit_conn_per_ip 2\nlimit_allow %s\n" % ALLOWED)
     held = []
     try:
         for _ in range(2):   # two kept-alive connections, each known to be accepted
@@ -117,8 +112,9 @@ def test_conn_limit_refuses_abuser_serves_others_and_frees_slot_on_close(tmpdir)
 # ---- limit_req_per_ip ---------------------------------------------------------------------------
 
 def test_rate_limit_429_with_retry_after_others_unaffected(tmpdir):
-    s = _start(tmpdir, "limit_allow %s\nlocation / {\n    limit_req_per_ip 1r/m burst 5\n}\n"
-               % ALLOWED)
+    s = fixture_server(tmpdir,
+                       "limit_allow %s\nlocation / {\n    limit_req_per_ip 1r/m burst 5\n}\n"
+                       % ALLOWED)
     try:
         # burst 5 at one request a minute: five pass, the sixth within the minute does not
         for i in range(5):
@@ -161,7 +157,7 @@ def test_rate_limit_per_location_and_inherited(tmpdir):
             limit_req_per_ip off
         }
         """)
-    s = _start(tmpdir, conf)
+    s = fixture_server(tmpdir, conf)
     try:
         # the top level's bucket (inherited by the site) is shared by every path outside /sub/
         assert _get(s, "/one.txt", ABUSER).status == 200
@@ -179,7 +175,7 @@ def test_rate_limit_per_location_and_inherited(tmpdir):
 
 
 def test_rate_limit_survives_reload(tmpdir):
-    s = _start(tmpdir, "location / {\n    limit_req_per_ip 1r/m burst 2\n}\n")
+    s = fixture_server(tmpdir, "location / {\n    limit_req_per_ip 1r/m burst 2\n}\n")
     try:
         for _ in range(2):
             assert _get(s, "/one.txt", ABUSER).status == 200
@@ -206,7 +202,7 @@ DRIP = "/_test/drip?numbytes=20&duration=10&delay=0"
 def test_conn_limit_in_location_counts_requests_in_flight(tmpdir):
     conf = "test_endpoints /_test/\nlocation /_test/ {\n    handler test\n" \
            "    limit_conn_per_ip 1\n}\n"
-    s = _start(tmpdir, conf)
+    s = fixture_server(tmpdir, conf)
     try:
         with Conn(s, source=ABUSER) as c1:
             c1.send(req("GET", DRIP))
@@ -227,7 +223,7 @@ def test_conn_limit_in_location_counts_requests_in_flight(tmpdir):
 # ---- the real client: trusted proxies, PROXY protocol, IPv6 /64 ---------------------------------
 
 def test_behind_trusted_proxy_the_forwarded_client_is_limited(tmpdir):
-    s = _start(tmpdir, "trusted_proxies 127.0.0.1\nlocation / {\n"
+    s = fixture_server(tmpdir, "trusted_proxies 127.0.0.1\nlocation / {\n"
                "    limit_req_per_ip 1r/m burst 3\n}\n")
 
     def via_proxy(path, client):
@@ -247,7 +243,7 @@ def test_behind_trusted_proxy_connections_count_per_request(tmpdir):
     """Connections from a trusted proxy are not counted as one client's: the top level's
     limit_conn_per_ip counts each forwarded client's requests in flight instead."""
     os.makedirs(os.path.join(tmpdir, "a"))
-    s = _start(os.path.join(tmpdir, "a"), "trusted_proxies 127.0.0.1\nlimit_conn_per_ip 1\n"
+    s = fixture_server(os.path.join(tmpdir, "a"), "trusted_proxies 127.0.0.1\nlimit_conn_per_ip 1\n"
                "test_endpoints /_test/\n")
     try:
         with Conn(s, source="127.0.0.1") as c1, Conn(s, source="127.0.0.1") as c2:
@@ -268,7 +264,8 @@ def _pp_header(src):
 
 
 def test_proxy_protocol_address_is_the_one_limited(tmpdir):
-    s = _start(tmpdir, "listen 127.0.0.1:0 proxy_protocol\nlimit_conn_per_ip 1\n", listen=())
+    s = fixture_server(tmpdir,
+                       "listen 127.0.0.1:0 proxy_protocol\nlimit_conn_per_ip 1\n", listen=())
     try:
         with Conn(s) as c1:
             c1.send(_pp_header("198.51.100.7") + req("GET", "/one.txt"))
@@ -289,10 +286,9 @@ def test_proxy_protocol_address_is_the_one_limited(tmpdir):
 
 
 IPV6_CLIENT = r"""
-import json, os, sys
-sys.path.insert(0, sys.argv[1])
+import json, sys
 from lib.server import Conn, Server, req
-s = Server(args=["--config", sys.argv[2]], listen=("[2001:db8::1]:0",), threads=2)
+s = Server(args=["--config", sys.argv[1]], listen=("[2001:db8::1]:0",), threads=2)
 out = []
 try:
     for src in ["2001:db8::1", "2001:db8::1", "2001:db8::2", "2001:db8:1::1", "2001:db8:1::1",
@@ -313,12 +309,13 @@ def test_ipv6_clients_grouped_by_64(tmpdir):
     conf = write_file(os.path.join(tmpdir, "v6.conf"), "root %s\nlocation / {\n"
                       "    limit_req_per_ip 1r/m burst 2\n}\n" % tree.root)
     script = write_file(os.path.join(tmpdir, "client.py"), IPV6_CLIENT)
-    lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    # the child imports tests/lib as this process does
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "tests"))
     setup = "ip link set lo up && " + " && ".join(
         "ip -6 addr add %s/64 dev lo nodad" % a
         for a in ("2001:db8::1", "2001:db8::2", "2001:db8:1::1", "2001:db8:1::2"))
     p = subprocess.run(["unshare", "-rn", "sh", "-c", setup + ' && exec "$0" "$@"',
-                        sys.executable, script, lib, conf],
+                        sys.executable, script, conf], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T(60))
     assert p.returncode == 0, p.stderr.decode()
     got = json.loads(p.stdout)
@@ -332,8 +329,9 @@ def test_ipv6_clients_grouped_by_64(tmpdir):
 
 def test_flood_of_addresses_stays_in_the_table_and_evicts(tmpdir):
     size, clients = 1024, 3000
-    s = _start(tmpdir, "limit_table_size %d\nlocation / {\n    limit_req_per_ip 1r/m burst 5\n}\n"
-               % size)
+    s = fixture_server(tmpdir,
+                       "limit_table_size %d\nlocation / {\n    limit_req_per_ip 1r/m burst 5\n}\n"
+                       % size)
     try:
         st0 = _stats(s)
         assert st0["table_size"] == size and st0["entries"] == 0, st0
@@ -363,7 +361,8 @@ def test_table_full_of_connections_fails_open_and_never_evicts_them(tmpdir):
     size, clients = 1024, 1100
     # 127.0.0.1 asks for the counters, on connections of its own that may still be closing
     # on the server's side when it asks again: it is never limited.
-    s = _start(tmpdir, "limit_table_size %d\nlimit_conn_per_ip 1\nlimit_allow 127.0.0.1\n" % size)
+    s = fixture_server(tmpdir,
+                       "limit_table_size %d\nlimit_conn_per_ip 1\nlimit_allow 127.0.0.1\n" % size)
     held = []
     try:
         deadline = time.monotonic() + T(120)

@@ -10,14 +10,12 @@ import re
 import signal
 import ssl
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import T, Conn, Server, get, req  # noqa: E402
-from lib.procs import write_conf, write_script  # noqa: E402
-from lib.tls import client_ctx, tls_server  # noqa: E402
-from lib.ops import run_lfhttpd  # noqa: E402
+from lib.server import Conn, Server, T, get, req, write_config
+from lib.procs import write_script
+from lib.tls import client_ctx, tls_server
+from lib.ops import run_lfhttpd
 
 SAMPLE = re.compile(r'^([a-z_][a-z0-9_]*)(\{[^}]*\})? (\S+)$')
 LABEL = re.compile(r'([a-z_]+)="([^"]*)"')
@@ -89,8 +87,7 @@ def site(tmpdir, cgi=False):
 
 def start(tmpdir, lines, listeners=2):
     root = site(tmpdir, cgi=True)
-    conf = write_conf(os.path.join(tmpdir, "lfhttpd.conf"),
-                      ["root %s" % root, "admin_listen 127.0.0.1:0"] + list(lines))
+    conf = write_config(tmpdir, ["root %s" % root, "admin_listen 127.0.0.1:0"] + list(lines))
     srv = Server(root=root, args=["--config", conf], expect_listeners=listeners)
     srv.conf = conf
     # The file's admin listener is kept in front of the command line's --listen.
@@ -207,8 +204,8 @@ def test_reload_keeps_counters(tmpdir):
     for _ in range(2):
         assert done(srv.public, "GET", "/", "a.test") == 200
     root = os.path.join(tmpdir, "root")
-    write_conf(srv.conf, ["root %s" % root, "admin_listen 127.0.0.1:0",
-                          "server z.test {", "}", "server a.test {", "}"])
+    write_config(os.path.dirname(srv.conf), ["root %s" % root, "admin_listen 127.0.0.1:0",
+                          "server z.test {", "}", "server a.test {", "}"], os.path.basename(srv.conf))
     srv.signal(signal.SIGHUP)
     deadline = time.monotonic() + T(10)
     while "generation 2" not in srv.stderr and time.monotonic() < deadline:
@@ -251,7 +248,7 @@ def test_admin_listen_errors_name_file_and_line(tmpdir):
             (["admin_listen nowhere"], 2, "invalid listen address 'nowhere'"),
             (["admin_listen 127.0.0.1:9090 proxy_protocol"], 2, "admin_listen"),
             (["server a.test {", "    admin_listen 127.0.0.1:9090", "}"], 3, "admin_listen")):
-        conf = write_conf(os.path.join(tmpdir, "bad.conf"), ["root %s" % root] + lines)
+        conf = write_config(tmpdir, ["root %s" % root] + lines, "bad.conf")
         rc, _, err = run_lfhttpd(["-t", "--config", conf])
         assert rc == 2, (lines, rc, err)
         first = err.strip().splitlines()[0]

@@ -23,19 +23,10 @@ import gzip
 import hashlib
 import os
 import random
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import (ConnectionClosed, Conn, Server, T, fixture_tree,  # noqa: E402
-                        req)
-from lib.static import MIME_TYPES, OLD, parse_multipart, part_ranges, set_mtime  # noqa: E402
+from lib.server import ConfServer, Conn, ConnectionClosed, fixture_tree, req
+from lib.static import MIME_TYPES, OLD, parse_multipart, part_ranges, set_mtime
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 NGINX_MIME = "/etc/nginx/mime.types"
 MAX_REPORT = 40         # mismatches shown in the failure message
 
@@ -228,57 +219,6 @@ http {
     }
 }
 """
-
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Nginx:
-    def __init__(self, tmp, root):
-        self.tmp = tmp
-        self.proc = None
-        for attempt in range(5):
-            self.port = _free_port()
-            conf = os.path.join(tmp, "nginx.conf")
-            with open(conf, "w") as f:
-                f.write(NGINX_CONF % {"tmp": tmp, "root": root, "port": self.port,
-                                      "mime": NGINX_MIME})
-            self.proc = subprocess.Popen(
-                [NGINX, "-p", tmp + "/", "-c", conf, "-e", os.path.join(tmp, "error.log"),
-                 "-g", "daemon off; master_process off;"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            deadline = time.monotonic() + T(10)
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                    return
-                except OSError:
-                    time.sleep(0.02)
-            out = self.log()
-            self.stop()
-            if "Address already in use" not in out:
-                raise AssertionError("nginx did not start:\n" + out)
-        raise AssertionError("nginx: no free port after 5 attempts")
-
-    def log(self):
-        try:
-            return open(os.path.join(self.tmp, "error.log")).read()
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)
-            try:
-                self.proc.wait(timeout=T(10))
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 # ---- requests --------------------------------------------------------------------------------
@@ -488,28 +428,18 @@ class _Resp:
         return self._a.h(name.lower())
 
 
-def test_nginx_differential(tmpdir):
-    assert NGINX, ("nginx is not installed: `make deps` installs Debian's nginx-light "
-                   "(tools/deps.sh), which this differential test needs")
+def test_nginx_differential(tmpdir, nginx_peer):
     assert os.path.exists(NGINX_MIME), "%s missing (package nginx-common)" % NGINX_MIME
     tree = build_root(tmpdir)
-    ntmp = os.path.join(tmpdir, "nginx")
-    os.makedirs(ntmp)
-    ngx = Nginx(ntmp, tree.root)
-    try:
-        conf = os.path.join(tmpdir, "lfhttpd.conf")
-        with open(conf, "w") as f:
-            f.write("mime_types %s\n" % MIME_TYPES)
-        lf = Server(root=tree.root, args=["--config", conf])
-        requests = build_requests(tree.files)
-        assert len(requests) >= 300, len(requests)
-        paths = sorted({_path(rq) for rq in requests if any("$" in v for _, v in rq[2])})
-        nginx_addr = ("127.0.0.1", ngx.port)
-        ans_lf = run_all(lf, requests, collect_validators(lf, paths))
-        ans_ngx = run_all(nginx_addr, requests, collect_validators(nginx_addr, paths))
-        assert ngx.proc.poll() is None, "nginx died:\n" + ngx.log()
-    finally:
-        ngx.stop()
+    ngx = nginx_peer(NGINX_CONF, root=tree.root, mime=NGINX_MIME)
+    lf = ConfServer(tmpdir, "mime_types %s\n" % MIME_TYPES, root=tree.root)
+    requests = build_requests(tree.files)
+    assert len(requests) >= 300, len(requests)
+    paths = sorted({_path(rq) for rq in requests if any("$" in v for _, v in rq[2])})
+    nginx_addr = ngx.addr
+    ans_lf = run_all(lf, requests, collect_validators(lf, paths))
+    ans_ngx = run_all(nginx_addr, requests, collect_validators(nginx_addr, paths))
+    assert ngx.alive(), "nginx died:\n" + ngx.log()
 
     unexplained = []
     for rq, a, b in zip(requests, ans_lf, ans_ngx):

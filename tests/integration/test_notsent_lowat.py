@@ -17,13 +17,11 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, T, run_lfhttpd, wait_for, write_file  # noqa: E402
-from lib.procs import write_script  # noqa: E402
-from lib.server import Conn, fixture_tree, req  # noqa: E402
+from lib.ops import T, run_lfhttpd, write_file
+from lib.procs import write_script
+from lib.server import ConfServer, Conn, fixture_tree, req, wait_until
 
 BIG = 16 * 1024 * 1024
 SLACK = 256 * 1024  # what one write may add past the bound (the kernel checks it per segment)
@@ -91,7 +89,7 @@ def test_a_larger_bound_and_a_reload(tmpdir):
     assert 256 * 1024 + SLACK < n <= 1024 * 1024 + SLACK, n
     write_file(s.conf_path, "root %s\ntcp_notsent_lowat 64k\n" % s.tree.root)
     s.signal(signal.SIGHUP)
-    wait_for(lambda: "configuration reloaded" in s.stderr, what="the reload notice")
+    wait_until(lambda: "configuration reloaded" in s.stderr, what="the reload notice")
     n = _stalled_notsent(s)
     assert n <= 64 * 1024 + SLACK, n
     assert s.stop() == 0

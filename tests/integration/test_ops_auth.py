@@ -5,19 +5,16 @@ import base64
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, get, raw, req  # noqa: E402
-from lib.ops import (ConfServer, LogFile, one_error_line, parse_clf,  # noqa: E402
-                     parse_json_line, run_lfhttpd, write_file)
+from lib.server import ConfServer, Conn, T, get, raw, req, wait_until
+from lib.ops import LogFile, one_error_line, parse_clf, parse_json_line, run_lfhttpd, write_file
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
-    import crypt  # noqa: E402   (deprecated in 3.11, removed in 3.13)
+    import crypt   # deprecated in 3.11, removed in 3.13
 
 REALM = "Members Area"
 
@@ -268,7 +265,6 @@ def test_reload_with_changed_password(tmpdir):
     # credentials may be cached, but never across configuration generations), and an index into
     # the old user list never applies to the new one.
     import signal
-    from lib.ops import wait_for
     root = os.path.join(tmpdir, "root")
     write_file(os.path.join(root, "p", "x.txt"), "private\n")
     ht = os.path.join(tmpdir, "htpasswd")
@@ -282,7 +278,7 @@ def test_reload_with_changed_password(tmpdir):
     write_file(ht, "carol:%s\n" % bcrypt_hash("new-c"))
     for gen in range(2, 22):
         s.signal(signal.SIGHUP)
-        wait_for(lambda: "generation %d" % gen in s.stderr, what="reload %d" % gen)
+        wait_until(lambda: "generation %d" % gen in s.stderr, what="reload %d" % gen)
         for user, pw in (("alice", "old-a"), ("bob", "old-b")):
             r = get(s, "/p/x.txt", headers={"Authorization": basic(user, pw)})
             if r.status != 401:

@@ -4,22 +4,21 @@ quoting and comments, `-t`, command-line overrides, and the shipped conf/lfhttpd
 import os
 import re
 import socket
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import REPO, Conn, Server, T, get, raw, req  # noqa: E402
-from lib.ops import (ConfServer, free_port, one_error_line, port_is_free,  # noqa: E402
-                     run_lfhttpd, wait_for, write_file)
+import pytest
+
+from lib.static import make_root
+from lib.server import (ConfServer, Conn, REPO, Server, T, free_port, get, port_is_free, raw, req,
+                        wait_until)
+from lib.ops import one_error_line, run_lfhttpd, write_file
 
 MIME = os.path.join(REPO, "conf", "mime.types")
 
 
 def _root(tmpdir, name="root", files=None):
-    root = os.path.join(tmpdir, name)
-    for rel, data in (files or {"index.html": b"index of %s\n" % name.encode()}).items():
-        write_file(os.path.join(root, rel), data)
-    return root
+    return make_root(os.path.join(tmpdir, name),
+                     files or {"index.html": b"index of %s\n" % name.encode()}, mtime=None)
 
 
 def _check(tmpdir, text, name="t.conf", extra=(), cwd=None):
@@ -88,7 +87,7 @@ def test_every_global_directive_good_value_takes_effect(tmpdir):
     s = ConfServer(tmpdir, _all_globals(tmpdir, root), listen=(), threads=None,
                    expect_listeners=2, error_log=os.path.join(tmpdir, "error.log"))
     elog_path = os.path.join(tmpdir, "error.log")
-    wait_for(lambda: "threads" in open(elog_path).read(), what="the 'N threads' notice")
+    wait_until(lambda: "threads" in open(elog_path).read(), what="the 'N threads' notice")
     elog = open(elog_path).read()
     assert "3 threads" in elog, elog                          # threads 3
     assert s.stderr.strip() == "", s.stderr                   # error_log FILE: nothing on stderr
@@ -204,16 +203,11 @@ BAD_GLOBALS = [
 ]
 
 
-def test_every_global_directive_bad_value_file_line(tmpdir):
+@pytest.mark.parametrize("bad,want", BAD_GLOBALS)
+def test_every_global_directive_bad_value_file_line(tmpdir, bad, want):
     root = _root(tmpdir)
     head = "# comment\nroot %s\n\n" % root            # the bad directive is on line 4
-    failures = []
-    for bad, want in BAD_GLOBALS:
-        try:
-            _assert_error_at(tmpdir, head + bad + "\nthreads 2\n", 4, re.escape(want))
-        except AssertionError as e:
-            failures.append(str(e))
-    assert not failures, "\n".join(failures)
+    _assert_error_at(tmpdir, head + bad + "\nthreads 2\n", 4, re.escape(want))
 
 
 def test_bad_value_also_refuses_to_start(tmpdir):
@@ -499,14 +493,14 @@ def test_cli_overrides_file(tmpdir):
     s = ConfServer(tmpdir, conf, root=cli_root, threads=1)      # --listen 127.0.0.1:0 --root
     assert len(s.listeners) == 1 and s.port != fport, s.listeners   # --listen replaced the file's
     assert port_is_free(fport), "the file's listener is open despite --listen"
-    wait_for(lambda: "threads" in s.stderr, what="the 'N threads' notice")
+    wait_until(lambda: "threads" in s.stderr, what="the 'N threads' notice")
     assert re.search(r"\b1 threads?\b", s.stderr), s.stderr
     assert get(s, "/").body == b"index of cliroot\n"
     s.stop()
     # Without --listen/--root/--threads the file's values are used.
     s = ConfServer(tmpdir, conf.replace("user no-such-user-xyz", ""), listen=(), threads=None)
     assert s.port == fport, s.listeners
-    wait_for(lambda: "threads" in s.stderr, what="the 'N threads' notice")
+    wait_until(lambda: "threads" in s.stderr, what="the 'N threads' notice")
     assert "3 threads" in s.stderr, s.stderr
     assert get(s, "/").body == b"index of fileroot\n"
 

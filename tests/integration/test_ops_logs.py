@@ -5,24 +5,11 @@ import os
 import re
 import signal
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, fixture_tree, get, req  # noqa: E402
-from lib.ops import (ConfServer, LogFile, free_port, parse_clf, parse_json_line,  # noqa: E402
-                     short, unescape_clf, wait_for)
-
-
-def _start(tmpdir, fmt=None, extra="", threads=2, **kw):
-    tree = fixture_tree(tmpdir)
-    log = os.path.join(tmpdir, "access.log")
-    conf = "root %s\naccess_log %s\n%s%s" % (
-        tree.root, log, "access_log_format %s\n" % fmt if fmt else "", extra)
-    s = ConfServer(tmpdir, conf, threads=threads, **kw)
-    s.tree = tree
-    return s, LogFile(log)
+from lib.server import ConfServer, Conn, T, fixture_tree, free_port, get, req, wait_until
+from lib.ops import LogFile, logged_server, parse_clf, parse_json_line, short, unescape_clf
 
 
 def _check_time(ts):
@@ -32,7 +19,7 @@ def _check_time(ts):
 # ---- Combined Log Format -----------------------------------------------------------------------
 
 def test_clf_fields(tmpdir):
-    s, log = _start(tmpdir)
+    s, log = logged_server(tmpdir)
     files = s.tree.files
     exchanges = []          # (request bytes, method, response)
     with Conn(s) as c:
@@ -81,14 +68,14 @@ def test_clf_ipv6_client_address(tmpdir):
             t.bind(("::1", 0))
     except OSError:
         return   # no IPv6 loopback here
-    s, log = _start(tmpdir, listen=("[::1]:0",))
+    s, log = logged_server(tmpdir, listen=("[::1]:0",))
     assert get(s, "/one.txt").status == 200
     d = parse_clf(log.wait_lines(1)[0])
     assert d["addr"] == "::1", d
 
 
 def test_clf_head_logs_no_bytes(tmpdir):
-    s, log = _start(tmpdir)
+    s, log = logged_server(tmpdir)
     r = get(s, "/big.bin", method="HEAD")
     assert r.status == 200 and int(r.header("Content-Length")) > 0
     d = parse_clf(log.wait_lines(1)[0])
@@ -96,7 +83,7 @@ def test_clf_head_logs_no_bytes(tmpdir):
 
 
 def test_clf_parse_errors_are_logged(tmpdir):
-    s, log = _start(tmpdir)
+    s, log = logged_server(tmpdir)
     bad = [b"garbage\r\n\r\n",
            b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
            b"GET / HTTP/1.1\r\nUser-Agent: a\x01b\r\nHost: x\r\n\r\n",
@@ -119,7 +106,7 @@ def test_clf_parse_errors_are_logged(tmpdir):
 
 
 def test_clf_hostile_input_escaped(tmpdir):
-    s, log = _start(tmpdir)
+    s, log = logged_server(tmpdir)
     ua = b'evil "quoted" \\back\\slash\ttab \xe9\xff\xc3\x28 <script> \' end'
     ref = b'http://x/"\\\x80'
     target = '/a"b?q="x"&r=\\'
@@ -144,7 +131,7 @@ def test_clf_hostile_input_escaped(tmpdir):
 def test_clf_long_hostile_user_agent_stays_parseable(tmpdir):
     # Escaping multiplies the length (one byte -> \xHH); a long hostile field must still
     # leave a complete, parseable line (the field may be shortened, the line never cut).
-    s, log = _start(tmpdir)
+    s, log = logged_server(tmpdir)
     ua = b"\xff" * 6000
     ref = b'"' * 3000
     with Conn(s) as c:
@@ -168,7 +155,7 @@ JSON_FIELDS = {"time", "remote_addr", "remote_user", "method", "uri", "protocol"
 
 
 def test_json_fields(tmpdir):
-    s, log = _start(tmpdir, "json")
+    s, log = logged_server(tmpdir, fmt="json")
     sent = []
     with Conn(s) as c:
         for method, target, headers in (
@@ -200,7 +187,7 @@ def test_json_fields(tmpdir):
 
 
 def test_json_hostile_input_escaped(tmpdir):
-    s, log = _start(tmpdir, "json")
+    s, log = logged_server(tmpdir, fmt="json")
     ua = b'evil "quoted" \\back\\slash\ttab \xe9\xff\xc3\x28 \xe2\x82\xac </script> end'
     target = '/a"b?q="x"&r=\\'
     with Conn(s) as c:
@@ -232,7 +219,7 @@ def test_json_hostile_input_escaped(tmpdir):
 
 
 def test_json_long_hostile_user_agent_stays_parseable(tmpdir):
-    s, log = _start(tmpdir, "json")
+    s, log = logged_server(tmpdir, fmt="json")
     ua = b"\xff" * 6000
     with Conn(s) as c:
         c.send(req("GET", "/one.txt").replace(b"\r\n\r\n", b"\r\nUser-Agent: " + ua + b"\r\n\r\n"))
@@ -248,7 +235,7 @@ def test_json_long_hostile_user_agent_stays_parseable(tmpdir):
 
 
 def test_json_parse_error_logged(tmpdir):
-    s, log = _start(tmpdir, "json")
+    s, log = logged_server(tmpdir, fmt="json")
     with Conn(s) as c:
         c.send(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")   # a TLS ClientHello
         r = c.read_response()
@@ -265,7 +252,7 @@ def test_access_log_stdout(tmpdir):
     s = ConfServer(tmpdir, "root %s\naccess_log stdout\n" % tree.root)
     assert get(s, "/one.txt", headers={"User-Agent": "to-stdout"}).status == 200
     assert get(s, "/missing").status == 404
-    wait_for(lambda: s.stdout.count("\n") >= 2, what="two lines on stdout")
+    wait_until(lambda: s.stdout.count("\n") >= 2, what="two lines on stdout")
     lines = s.stdout.splitlines()
     assert len(lines) == 2, lines
     # (lines of different connections may be written in any order)
@@ -331,8 +318,8 @@ def test_sigusr1_reopens_logs_after_rename(tmpdir):
         os.rename(alog, alog + ".1")
         os.rename(elog, elog + ".1")
         s.signal(signal.SIGUSR1)
-        wait_for(lambda: os.path.exists(elog) and "reopen" in open(elog).read(),
-                 what="the reopen notice in the new error log")
+        wait_until(lambda: os.path.exists(elog) and "reopen" in open(elog).read(),
+                   what="the reopen notice in the new error log")
         assert os.path.exists(alog), "access log not recreated at the configured path"
         keep.send(req("GET", "/one.txt", {"User-Agent": "after-1"}))
         assert keep.read_response().status == 200
@@ -344,7 +331,7 @@ def test_sigusr1_reopens_logs_after_rename(tmpdir):
     assert "listening on" in open(elog + ".1").read()
     # A second SIGUSR1 without a rename keeps appending to the same file.
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: open(elog).read().count("reopen") >= 2, what="the second reopen notice")
+    wait_until(lambda: open(elog).read().count("reopen") >= 2, what="the second reopen notice")
     assert get(s, "/one.txt", headers={"User-Agent": "after-3"}).status == 200
     new = LogFile(alog).wait_lines(3)
     assert [parse_clf(l)["ua"] for l in new][-1] == "after-3"
@@ -356,9 +343,9 @@ def test_sigusr1_with_stdout_log_keeps_serving(tmpdir):
     s = ConfServer(tmpdir, "root %s\naccess_log stdout\n" % tree.root)
     assert get(s, "/one.txt").status == 200
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: "reopen" in s.stderr, what="the reopen notice")
+    wait_until(lambda: "reopen" in s.stderr, what="the reopen notice")
     assert get(s, "/one.txt").status == 200
-    wait_for(lambda: s.stdout.count("\n") == 2, what="two lines on stdout")
+    wait_until(lambda: s.stdout.count("\n") == 2, what="two lines on stdout")
 
 
 def test_sigusr1_reopen_failure_keeps_serving(tmpdir):
@@ -372,7 +359,7 @@ def test_sigusr1_reopen_failure_keeps_serving(tmpdir):
     LogFile(alog).wait_lines(1)
     os.rename(d, d + ".old")
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: "[error]" in s.stderr, what="an error about the failed reopen")
+    wait_until(lambda: "[error]" in s.stderr, what="an error about the failed reopen")
     assert get(s, "/one.txt").status == 200
     assert s.alive()
 
@@ -408,7 +395,7 @@ def _load(s, n_threads, n_req, ua_len=2000):
 
 def test_no_torn_lines_under_load_clf(tmpdir):
     n_threads, n_req = 8, 300
-    s, log = _start(tmpdir, threads=4)
+    s, log = logged_server(tmpdir, threads=4)
     _load(s, n_threads, n_req)
     lines = log.wait_lines(n_threads * n_req, timeout=30, settle=0.2)
     assert len(lines) == n_threads * n_req, len(lines)
@@ -427,7 +414,7 @@ def test_no_torn_lines_under_load_clf(tmpdir):
 
 def test_no_torn_lines_under_load_json(tmpdir):
     n_threads, n_req = 8, 150
-    s, log = _start(tmpdir, "json", threads=4)
+    s, log = logged_server(tmpdir, fmt="json", threads=4)
     _load(s, n_threads, n_req)
     lines = log.wait_lines(n_threads * n_req, timeout=30, settle=0.2)
     assert len(lines) == n_threads * n_req, len(lines)

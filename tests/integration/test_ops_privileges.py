@@ -7,12 +7,9 @@ import pwd
 import re
 import signal
 import socket
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Server, get  # noqa: E402
-from lib.ops import (ConfServer, LogFile, free_port, one_error_line, parse_clf,  # noqa: E402
-                     port_is_free, proc_ids, run_lfhttpd, wait_for, write_file)
+from lib.server import ConfServer, Server, free_port, get, port_is_free, wait_until
+from lib.ops import LogFile, one_error_line, parse_clf, proc_ids, run_lfhttpd, write_file
 
 IS_ROOT = os.geteuid() == 0
 
@@ -160,7 +157,7 @@ def test_logs_opened_before_drop_and_reopened_after(tmpdir):
     LogFile(alog).wait_lines(1)
     os.rename(alog, alog + ".1")
     s.signal(signal.SIGUSR1)
-    wait_for(lambda: "reopen" in s.stderr, what="the reopen notice")
+    wait_until(lambda: "reopen" in s.stderr, what="the reopen notice")
     assert "[error]" not in s.stderr, s.stderr
     assert get(s, "/index.html").status == 200
     lines = LogFile(alog).wait_lines(1)

@@ -4,21 +4,10 @@ PROXY protocol (v1 and v2) on listeners configured for it. Checked in the access
 import os
 import socket
 import struct
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, fixture_tree, get, raw, req  # noqa: E402
-from lib.ops import ConfServer, LogFile, parse_clf, parse_json_line  # noqa: E402
-
-
-def _start(tmpdir, extra, json_log=False, **kw):
-    tree = fixture_tree(tmpdir)
-    log = os.path.join(tmpdir, "access.log")
-    conf = "root %s\naccess_log %s\n%s%s" % (tree.root, log,
-                                             "access_log_format json\n" if json_log else "",
-                                             extra)
-    return ConfServer(tmpdir, conf, **kw), LogFile(log)
+from lib.server import Conn, T, get, raw, req
+from lib.ops import logged_server, parse_clf, parse_json_line
 
 
 def _client_of(s, log, headers, n_before):
@@ -32,7 +21,7 @@ def _client_of(s, log, headers, n_before):
 # ---- X-Forwarded-For / Forwarded ---------------------------------------------------------------
 
 def test_xff_from_trusted_peer(tmpdir):
-    s, log = _start(tmpdir, "trusted_proxies 127.0.0.0/8 10.0.0.0/8 2001:db8:ffff::/48\n")
+    s, log = logged_server(tmpdir, "trusted_proxies 127.0.0.0/8 10.0.0.0/8 2001:db8:ffff::/48\n")
     cases = [
         ([("X-Forwarded-For", "203.0.113.9")], "203.0.113.9"),
         # rightmost untrusted: the proxies' own addresses are skipped, the spoofable left
@@ -53,7 +42,7 @@ def test_xff_from_trusted_peer(tmpdir):
 
 
 def test_xff_spoofed_values_ignored(tmpdir):
-    s, log = _start(tmpdir, "trusted_proxies 127.0.0.1\n")
+    s, log = logged_server(tmpdir, "trusted_proxies 127.0.0.1\n")
     # garbage in the header never becomes the client address
     cases = [
         ([("X-Forwarded-For", "not-an-address")], "127.0.0.1"),
@@ -70,14 +59,15 @@ def test_xff_several_header_lines(tmpdir):
     # A proxy may append its own X-Forwarded-For line instead of extending the client's (as
     # HAProxy's `option forwardfor` does): the lines form one list (RFC 9110 5.3), so the
     # last line's rightmost untrusted entry is the client, never the client-sent first line.
-    s, log = _start(tmpdir, "trusted_proxies 127.0.0.1\n")
+    s, log = logged_server(tmpdir, "trusted_proxies 127.0.0.1\n")
     got = _client_of(s, log, [("X-Forwarded-For", "6.6.6.6"),
                               ("X-Forwarded-For", "203.0.113.9")], 0)
     assert got == "203.0.113.9", "spoofed first X-Forwarded-For line used: %s" % got
 
 
 def test_forwarded_for_forms(tmpdir):
-    s, log = _start(tmpdir, "trusted_proxies 127.0.0.1 10.0.0.0/8\nreal_ip_header Forwarded\n")
+    s, log = logged_server(tmpdir,
+                           "trusted_proxies 127.0.0.1 10.0.0.0/8\nreal_ip_header Forwarded\n")
     cases = [
         ("for=192.0.2.60", "192.0.2.60"),
         ('for="192.0.2.60:4711"', "192.0.2.60"),
@@ -96,14 +86,14 @@ def test_forwarded_for_forms(tmpdir):
 def test_forwarded_ignored_unless_configured(tmpdir):
     # Behind a proxy that only appends X-Forwarded-For, a client-sent Forwarded header must
     # not be believed: by default only X-Forwarded-For is (and vice versa when configured).
-    s, log = _start(tmpdir, "trusted_proxies 127.0.0.1\n")
+    s, log = logged_server(tmpdir, "trusted_proxies 127.0.0.1\n")
     got = _client_of(s, log, [("Forwarded", "for=1.2.3.4"), ("X-Forwarded-For", "203.0.113.5")], 0)
     assert got == "203.0.113.5", got
     got = _client_of(s, log, [("Forwarded", "for=1.2.3.4")], 1)
     assert got == "127.0.0.1", got
     sub = os.path.join(tmpdir, "second")
     os.makedirs(sub)
-    s2, log2 = _start(sub, "trusted_proxies 127.0.0.1\nreal_ip_header Forwarded\n")
+    s2, log2 = logged_server(sub, "trusted_proxies 127.0.0.1\nreal_ip_header Forwarded\n")
     got = _client_of(s2, log2, [("Forwarded", "for=1.2.3.4"), ("X-Forwarded-For", "6.6.6.6")], 0)
     assert got == "1.2.3.4", got
 
@@ -111,14 +101,14 @@ def test_forwarded_ignored_unless_configured(tmpdir):
 def test_forwarded_obfuscated_or_unknown(tmpdir):
     # for=unknown / for=_hidden do not name an address: the client address is not invented
     # from them (the nearest known hop or the peer is used).
-    s, log = _start(tmpdir, "trusted_proxies 127.0.0.1\nreal_ip_header Forwarded\n")
+    s, log = logged_server(tmpdir, "trusted_proxies 127.0.0.1\nreal_ip_header Forwarded\n")
     for i, value in enumerate(["for=unknown", 'for="_hidden"', "for=", "by=1.2.3.4"]):
         got = _client_of(s, log, [("Forwarded", value)], i)
         assert got == "127.0.0.1", (value, got)
 
 
 def test_untrusted_peer_headers_ignored(tmpdir):
-    s, log = _start(tmpdir, "trusted_proxies 10.0.0.0/8 192.168.0.1\n")
+    s, log = logged_server(tmpdir, "trusted_proxies 10.0.0.0/8 192.168.0.1\n")
     for i, headers in enumerate([[("X-Forwarded-For", "203.0.113.9")],
                                  [("Forwarded", "for=203.0.113.9")],
                                  [("X-Forwarded-For", "10.0.0.1")]]):
@@ -126,13 +116,13 @@ def test_untrusted_peer_headers_ignored(tmpdir):
 
 
 def test_no_trusted_proxies_headers_ignored(tmpdir):
-    s, log = _start(tmpdir, "")
+    s, log = logged_server(tmpdir, "")
     assert _client_of(s, log, [("X-Forwarded-For", "203.0.113.9")], 0) == "127.0.0.1"
     assert _client_of(s, log, [("Forwarded", "for=203.0.113.9")], 1) == "127.0.0.1"
 
 
 def test_real_client_in_json_log(tmpdir):
-    s, log = _start(tmpdir, "trusted_proxies 127.0.0.1\n", json_log=True)
+    s, log = logged_server(tmpdir, "trusted_proxies 127.0.0.1\n", fmt="json")
     assert get(s, "/one.txt", headers={"X-Forwarded-For": "6.6.6.6, 203.0.113.77"}).status == 200
     o = parse_json_line(log.wait_lines(1)[0])
     assert o["remote_addr"] == "203.0.113.77", o
@@ -156,8 +146,8 @@ def v2_header(src, dst, sport, dport, tlvs=b"", command=1):
 
 def _pp(tmpdir, extra="", json_log=False):
     """Two listeners from the file: [0] with proxy_protocol, [1] plain."""
-    s, log = _start(tmpdir, "listen 127.0.0.1:0 proxy_protocol\nlisten 127.0.0.1:0\n" + extra,
-                    json_log=json_log, listen=(), expect_listeners=2)
+    s, log = logged_server(tmpdir, "listen 127.0.0.1:0 proxy_protocol\nlisten 127.0.0.1:0\n" + extra,
+                           listen=(), expect_listeners=2)
     return s, log
 
 

@@ -2,11 +2,9 @@
 the default site (a `default` server block, else the top level), absolute-form targets."""
 
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, raw, req  # noqa: E402
-from lib.ops import ConfServer, write_file  # noqa: E402
+from lib.server import ConfServer, Conn, raw, req
+from lib.ops import write_file
 
 
 def _site(tmpdir, name):

@@ -1,10 +1,8 @@
 """URL paths: 404/403, directories and redirects, percent-decoding, traversal, symlinks."""
 
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, get, raw, raw_bytes, req  # noqa: E402
+from lib.server import Conn, get, raw, raw_bytes, req
 
 PASSWD = open("/etc/passwd", "rb").read()
 

@@ -4,12 +4,10 @@ SIGTERM with drain_delay the server keeps serving while it reports not-ready, th
 import os
 import signal
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.procs import status_json, wait_until, write_conf  # noqa: E402
-from lib.server import Conn, Server, T, binary, get, req  # noqa: E402
+from lib.procs import status_json
+from lib.server import ConfServer, Conn, T, binary, get, req, wait_until, write_config
 
 
 def _site(tmpdir):
@@ -22,8 +20,7 @@ def _site(tmpdir):
 
 def _server(tmpdir, lines=()):
     root = _site(tmpdir)
-    conf = write_conf(os.path.join(tmpdir, "lfhttpd.conf"), ["root %s" % root] + list(lines))
-    return Server(root=root, args=["--config", conf])
+    return ConfServer(tmpdir, ["root %s" % root] + list(lines), root=root)
 
 
 def test_probes_while_serving(tmpdir):
@@ -110,7 +107,7 @@ def test_drain_delay_ends_by_itself(tmpdir):
 
 
 def test_drain_delay_bad_value_is_a_config_error(tmpdir):
-    conf = write_conf(os.path.join(tmpdir, "bad.conf"), ["# probes", "drain_delay soon"])
+    conf = write_config(tmpdir, ["# probes", "drain_delay soon"], "bad.conf")
     p = subprocess.run([binary(), "-t", "-c", conf], capture_output=True, text=True, timeout=30)
     assert p.returncode == 2, p
     assert p.stderr.startswith(conf + ":2: invalid value 'soon' for 'drain_delay'"), p.stderr

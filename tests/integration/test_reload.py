@@ -2,21 +2,10 @@
 
 import os
 import signal
-import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, Server, T, get, req  # noqa: E402
-
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from lib.server import Conn, Server, T, free_port, get, req, wait_until
 
 
 def _setup(tmpdir):
@@ -34,31 +23,22 @@ def _write(path, text):
     os.rename(tmp, path)
 
 
-def _wait_for(pred, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
-
-
 def test_reload_switches_root_and_listeners(tmpdir):
     conf = _setup(tmpdir)
-    p1, p2 = _free_port(), _free_port()
+    p1, p2 = free_port(), free_port()
     _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
     s = Server(args=["--config", conf], listen=(), threads=2)
     try:
         assert get(("127.0.0.1", p1), "/v.txt").body == b"AAA"
         _write(conf, "listen 127.0.0.1:%d\nlisten 127.0.0.1:%d\nroot %s/b\n" % (p1, p2, tmpdir))
         s.signal(signal.SIGHUP)
-        assert _wait_for(lambda: "generation 2" in s.stderr, T(5)), s.stderr
+        assert wait_until(lambda: "generation 2" in s.stderr, 5), s.stderr
         assert get(("127.0.0.1", p1), "/v.txt").body == b"BBB"
         assert get(("127.0.0.1", p2), "/v.txt").body == b"BBB", "new listener not serving"
         # Remove the first listener: it stops accepting, the second keeps serving.
         _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p2, tmpdir))
         s.signal(signal.SIGHUP)
-        assert _wait_for(lambda: "generation 3" in s.stderr, T(5)), s.stderr
+        assert wait_until(lambda: "generation 3" in s.stderr, 5), s.stderr
         try:
             get(("127.0.0.1", p1), "/v.txt", timeout=2)
             raise AssertionError("removed listener still accepts")
@@ -72,19 +52,19 @@ def test_reload_switches_root_and_listeners(tmpdir):
 
 def test_invalid_reload_keeps_the_running_configuration(tmpdir):
     conf = _setup(tmpdir)
-    p1 = _free_port()
+    p1 = free_port()
     _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
     s = Server(args=["--config", conf], listen=(), threads=2)
     try:
         _write(conf, "listen 127.0.0.1:%d\nroot %s/b\nno_such_directive 1\n" % (p1, tmpdir))
         s.signal(signal.SIGHUP)
-        assert _wait_for(lambda: "not reloaded" in s.stderr, T(5)), s.stderr
+        assert wait_until(lambda: "not reloaded" in s.stderr, 5), s.stderr
         assert conf + ":3: unknown directive" in s.stderr, s.stderr
         assert get(("127.0.0.1", p1), "/v.txt").body == b"AAA", "old configuration lost"
         # A root that does not exist is refused as well.
         _write(conf, "listen 127.0.0.1:%d\nroot %s/missing\n" % (p1, tmpdir))
         s.signal(signal.SIGHUP)
-        assert _wait_for(lambda: s.stderr.count("not reloaded") >= 2, T(5)), s.stderr
+        assert wait_until(lambda: s.stderr.count("not reloaded") >= 2, 5), s.stderr
         assert get(("127.0.0.1", p1), "/v.txt").body == b"AAA"
     finally:
         s.stop()
@@ -93,7 +73,7 @@ def test_invalid_reload_keeps_the_running_configuration(tmpdir):
 
 def test_keepalive_connection_switches_between_requests(tmpdir):
     conf = _setup(tmpdir)
-    p1 = _free_port()
+    p1 = free_port()
     _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
     s = Server(args=["--config", conf], listen=(), threads=2)
     try:
@@ -102,7 +82,7 @@ def test_keepalive_connection_switches_between_requests(tmpdir):
             assert c.read_response().body == b"AAA"
             _write(conf, "listen 127.0.0.1:%d\nroot %s/b\n" % (p1, tmpdir))
             s.signal(signal.SIGHUP)
-            assert _wait_for(lambda: "generation 2" in s.stderr, T(5)), s.stderr
+            assert wait_until(lambda: "generation 2" in s.stderr, 5), s.stderr
             c.send(req("GET", "/v.txt"))
             r = c.read_response()
             assert r.body == b"BBB", "the same keep-alive connection must see the new root"
@@ -112,7 +92,7 @@ def test_keepalive_connection_switches_between_requests(tmpdir):
 
 def test_reload_under_load_drops_nothing(tmpdir):
     conf = _setup(tmpdir)
-    p1 = _free_port()
+    p1 = free_port()
     _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
     s = Server(args=["--config", conf], listen=(), threads=2)
     failures, counts = [], [0]
@@ -141,7 +121,7 @@ def test_reload_under_load_drops_nothing(tmpdir):
             time.sleep(0.3)
             _write(conf, "listen 127.0.0.1:%d\nroot %s/%s\n" % (p1, tmpdir, "ab"[i % 2]))
             s.signal(signal.SIGHUP)
-        assert _wait_for(lambda: "generation 7" in s.stderr, T(10)), s.stderr
+        assert wait_until(lambda: "generation 7" in s.stderr, 10), s.stderr
         time.sleep(0.3)
     finally:
         stop.set()

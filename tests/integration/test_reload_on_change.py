@@ -9,13 +9,10 @@ import os
 import signal
 import ssl
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.kubelet import atomic_write  # noqa: E402
-from lib.procs import wait_until  # noqa: E402
-from lib.server import Conn, Server, T, get, req  # noqa: E402
-from lib.tls import the_pki  # noqa: E402
+from lib.kubelet import atomic_write
+from lib.server import Conn, Server, T, get, req, wait_until
+from lib.tls import the_pki
 
 
 def _roots(tmpdir):

@@ -1,12 +1,9 @@
 """Request line and Host (RFC 9112 sections 3 and 3.2, RFC 9110 section 9): targets, versions,
 methods, the HTTP/2 preface."""
 
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, raw_bytes, req  # noqa: E402
-from lib.probe import answer_then_keepalive, closed_without_response, error_then_close  # noqa: E402
+from lib.server import Conn, raw_bytes, req
+from lib.probe import answer_then_keepalive, closed_without_response, error_then_close
 
 
 def _allow(r):

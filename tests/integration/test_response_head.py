@@ -6,23 +6,10 @@ server may gather into one write, must come back byte-correct and in order."""
 import os
 import re
 import signal
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import free_port  # noqa: E402
-from lib.server import T, Conn, Server, get, req  # noqa: E402
-from lib.static import conf_server, make_root, set_mtime  # noqa: E402
-
-
-
-def _wait_for(pred, seconds):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
+from lib.server import ConfServer, Conn, Server, T, free_port, get, req, wait_until
+from lib.static import make_root, set_mtime
 
 
 def _heads_without_date(r):
@@ -31,7 +18,7 @@ def _heads_without_date(r):
 
 def test_changed_file_gets_new_validators_and_length(tmpdir):
     root = make_root(os.path.join(tmpdir, "www"), {"f.txt": b"one"})
-    s = conf_server(tmpdir, "file_cache_valid 100ms\n", root=root)
+    s = ConfServer(tmpdir, "file_cache_valid 100ms\n", root=root)
     try:
         with Conn(s) as c:
             c.send(req("GET", "/f.txt"))
@@ -92,7 +79,7 @@ def test_reload_changes_the_cached_head(tmpdir):
             assert r.header("X-Gen") == "one" and r.header("Cache-Control") == "max-age=10"
             write('add_header X-Gen "two"\n')
             s.signal(signal.SIGHUP)
-            assert _wait_for(lambda: "generation 2" in s.stderr, T(5)), s.stderr
+            assert wait_until(lambda: "generation 2" in s.stderr, 5), s.stderr
             # The same keep-alive connection, the same (unchanged, long-cached) file.
             c.send(req("GET", "/f.txt"))
             r = c.read_response()
@@ -111,7 +98,7 @@ def test_pipelined_mixed_responses_in_order(tmpdir):
     files = {"a.html": b"<p>a</p>\n", "b.txt": b"B" * 5000, "big.bin": big,
              "dir/index.html": b"index\n"}
     root = make_root(os.path.join(tmpdir, "www"), files)
-    s = conf_server(tmpdir, "", root=root)
+    s = ConfServer(tmpdir, "", root=root)
     try:
         etag = get(s, "/a.html").header("ETag")
         plan = [
@@ -158,7 +145,7 @@ def test_pipelined_batch_larger_than_the_gather_with_a_slow_reader(tmpdir):
     # reads nothing until it has sent everything fills the socket, so gathered bytes park.
     body = bytes(range(256)) * 19 + b"x" * 136          # 5000 bytes, held in memory
     root = make_root(os.path.join(tmpdir, "www"), {"m.bin": body, "s.txt": b"small\n"})
-    s = conf_server(tmpdir, "", root=root)
+    s = ConfServer(tmpdir, "", root=root)
     try:
         plan = []
         for i in range(64):
@@ -179,7 +166,7 @@ def test_pipelined_batch_larger_than_the_gather_with_a_slow_reader(tmpdir):
 
 def test_pipelined_answers_precede_the_http2_preface_close(tmpdir):
     root = make_root(os.path.join(tmpdir, "www"), {"a.txt": b"aaa"})
-    s = conf_server(tmpdir, "", root=root)
+    s = ConfServer(tmpdir, "", root=root)
     try:
         with Conn(s) as c:
             c.send(req("GET", "/a.txt") + req("GET", "/a.txt") +

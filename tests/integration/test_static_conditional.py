@@ -2,13 +2,11 @@
 If-Modified-Since, If-Match, If-Unmodified-Since, their precedence, and curl -z."""
 
 import os
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, curl, get, imf, parse_imf, req  # noqa: E402
-from lib.static import OLD, conf_server, make_root, set_mtime  # noqa: E402
+from lib.server import ConfServer, Conn, curl, get, imf, parse_imf, req
+from lib.static import OLD, make_root, set_mtime
 
 BODY = b"conditional body\n" * 8
 
@@ -16,7 +14,7 @@ BODY = b"conditional body\n" * 8
 def _srv(tmpdir, extra=""):
     """A server on a small root, revalidating files on every request (file_cache_valid 0)."""
     root = make_root(os.path.join(tmpdir, "root"), {"f.txt": BODY, "g.css": b"a{}\n"})
-    s = conf_server(tmpdir, "file_cache_valid 0\n" + extra, root=root)
+    s = ConfServer(tmpdir, "file_cache_valid 0\n" + extra, root=root)
     s.rootdir = root
     return s
 
@@ -87,7 +85,7 @@ def test_large_file_etag_changes_with_mtime(tmpdir):
     # A file too large to be held in memory is tagged by size and mtime (to the nanosecond).
     big = b"L" * (64 * 1024)
     root = make_root(os.path.join(tmpdir, "root"), {"big.bin": big})
-    s = conf_server(tmpdir, "file_cache_valid 0\n", root=root)
+    s = ConfServer(tmpdir, "file_cache_valid 0\n", root=root)
     p = os.path.join(root, "big.bin")
     e0, _ = _validators(s, "/big.bin")
     os.utime(p, ns=(OLD * 10**9, OLD * 10**9 + 1))   # one nanosecond later
@@ -106,7 +104,7 @@ def _replica(tmpdir, name, files):
     server, as two replicas of one image or one ConfigMap are."""
     root = make_root(os.path.join(tmpdir, name), files)
     os.makedirs(os.path.join(tmpdir, name + "-srv"))
-    return conf_server(os.path.join(tmpdir, name + "-srv"), "", root=root)
+    return ConfServer(os.path.join(tmpdir, name + "-srv"), "", root=root)
 
 
 def test_etags_are_the_same_on_replicas_and_across_restarts(tmpdir):
@@ -125,7 +123,7 @@ def test_etags_are_the_same_on_replicas_and_across_restarts(tmpdir):
         assert r.status == 304 and r.header("ETag") == ea, (path, r.status)
     a.stop()
     os.makedirs(os.path.join(tmpdir, "a-again"))
-    a2 = conf_server(os.path.join(tmpdir, "a-again"), "", root=os.path.join(tmpdir, "a"))
+    a2 = ConfServer(os.path.join(tmpdir, "a-again"), "", root=os.path.join(tmpdir, "a"))
     assert get(a2, "/big.bin").header("ETag") == get(b, "/big.bin").header("ETag")
 
 

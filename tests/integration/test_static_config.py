@@ -4,12 +4,12 @@ location matching, and configuration errors (FILE:LINE, exit 2)."""
 
 import os
 import re
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import REPO, Conn, get, parse_imf, raw, req  # noqa: E402
-from lib.static import check_config, conf_server, make_root  # noqa: E402
+import pytest
+
+from lib.server import ConfServer, Conn, REPO, get, parse_imf, raw, req
+from lib.static import check_config, make_root
 
 PASSWD = open("/etc/passwd", "rb").read()
 
@@ -40,7 +40,7 @@ def _root(tmpdir, files=None):
 
 def _srv(tmpdir, conf, files=None):
     root = _root(tmpdir, files)
-    s = conf_server(tmpdir, conf, root=root)
+    s = ConfServer(tmpdir, conf, root=root)
     s.rootdir = root
     return s
 
@@ -212,7 +212,7 @@ def _sym_srv(tmpdir, policy):
     root = _root(tmpdir)
     _symlinks(root)
     conf = "follow_symlinks %s\n" % policy if policy else "# default policy\n"
-    return conf_server(tmpdir, conf, root=root)
+    return ConfServer(tmpdir, conf, root=root)
 
 
 HOME = b"<p>home</p>\n"
@@ -371,8 +371,7 @@ server b.test {
 def _vhosts(tmpdir, default_block=""):
     for name in ["top", "a", "wild", "deep", "b", "bx/x", "dflt"]:
         make_root(os.path.join(tmpdir, name), {"who.txt": name.split("/")[0].encode()})
-    return conf_server(tmpdir, VHOSTS % {"d": tmpdir} + default_block,
-                       root=os.path.join(tmpdir, "top"))
+    return ConfServer(tmpdir, VHOSTS % {"d": tmpdir} + default_block, root=os.path.join(tmpdir, "top"))
 
 
 def _who(s, host, path="/who.txt", version="HTTP/1.1", target=None):
@@ -474,19 +473,19 @@ def _assert_conf_error(tmpdir, text, lineno, why=""):
     return lines[0]
 
 
-def test_config_errors_file_line(tmpdir):
+@pytest.mark.parametrize("bad", BAD)
+def test_config_errors_file_line(tmpdir, bad):
     head = "root %s\n# a comment\n\n" % tmpdir     # the bad line is line 4
-    for bad in BAD:
-        _assert_conf_error(tmpdir, head + bad + "\n", 4)
+    _assert_conf_error(tmpdir, head + bad + "\n", 4)
 
 
-def test_config_errors_inside_blocks(tmpdir):
+@pytest.mark.parametrize("bad", ["directory_listing maybe", "expires soon",
+                                 "follow_symlinks never", 'add_header "Bad Name" "v"',
+                                 "threads 4", "listen 127.0.0.1:1", "file_cache_valid 1s",
+                                 "no_such_directive on", "location /y/ {", "server b.test {"])
+def test_config_errors_inside_blocks(tmpdir, bad):
     head = "root %s\nserver a.test {\n    location /x/ {\n" % tmpdir
-    for bad in ["directory_listing maybe", "expires soon", "follow_symlinks never",
-                'add_header "Bad Name" "v"', "threads 4", "listen 127.0.0.1:1",
-                "file_cache_valid 1s", "no_such_directive on", "location /y/ {",
-                "server b.test {"]:
-        _assert_conf_error(tmpdir, head + "        " + bad + "\n    }\n}\n", 4, bad)
+    _assert_conf_error(tmpdir, head + "        " + bad + "\n    }\n}\n", 4, bad)
 
 
 def test_config_unclosed_block(tmpdir):

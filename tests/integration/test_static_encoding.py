@@ -5,12 +5,10 @@ off`: how siblings and on-the-fly variants meet is in test_compress.py.)"""
 
 import gzip
 import os
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, curl, get, req  # noqa: E402
-from lib.static import OLD, conf_server, make_root, set_mtime  # noqa: E402
+from lib.server import ConfServer, Conn, curl, get, req
+from lib.static import OLD, make_root, set_mtime
 
 CSS = b"body { color: #102030; margin: 0 auto; }\n" * 40
 JS = b"export function f(x) { return x * 2; }\n" * 50
@@ -43,7 +41,7 @@ def _srv(tmpdir, extra=""):
     # The siblings alone: compression on the fly (test_compress.py) is off here, so that the
     # fake variants and the files without any stay what these tests expect.
     root = _tree(tmpdir)
-    s = conf_server(tmpdir, "file_cache_valid 0\ncompress off\n" + extra, root=root)
+    s = ConfServer(tmpdir, "file_cache_valid 0\ncompress off\n" + extra, root=root)
     s.rootdir = root
     return s
 

@@ -4,12 +4,10 @@ links that work, sizes, dates, sorting, viewport meta) and JSON (Accept: applica
 import html.parser
 import json
 import os
-import sys
 import urllib.parse
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import get  # noqa: E402
-from lib.static import OLD, conf_server, make_root, set_mtime  # noqa: E402
+from lib.server import ConfServer, get
+from lib.static import OLD, make_root, set_mtime
 
 NAMES = {
     "plain.txt": b"abc",
@@ -89,8 +87,7 @@ def _tree(tmpdir):
 
 def _srv(tmpdir, extra=""):
     root = _tree(tmpdir)
-    s = conf_server(tmpdir, "location /pub/ {\n    directory_listing on\n%s}\n" % extra,
-                    root=root)
+    s = ConfServer(tmpdir, "location /pub/ {\n    directory_listing on\n%s}\n" % extra, root=root)
     s.rootdir = root
     return s
 

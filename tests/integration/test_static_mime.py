@@ -2,11 +2,9 @@
 types, modern types out of the box, default_type."""
 
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, req  # noqa: E402
-from lib.static import MIME_TYPES, check_config, conf_server, make_root  # noqa: E402
+from lib.server import ConfServer, Conn, req
+from lib.static import MIME_TYPES, check_config, make_root
 
 EXPECTED = {
     "a.html": "text/html; charset=utf-8",
@@ -58,12 +56,12 @@ def _check(s, expected):
 
 
 def test_mime_types_file(tmpdir):
-    s = conf_server(tmpdir, "mime_types %s\n" % MIME_TYPES, root=_root(tmpdir))
+    s = ConfServer(tmpdir, "mime_types %s\n" % MIME_TYPES, root=_root(tmpdir))
     _check(s, EXPECTED)
 
 
 def test_builtin_fallback_without_file(tmpdir):
-    s = conf_server(tmpdir, "# no mime_types\n", root=_root(tmpdir))
+    s = ConfServer(tmpdir, "# no mime_types\n", root=_root(tmpdir))
     _check(s, EXPECTED)
 
 
@@ -79,7 +77,7 @@ def test_custom_mime_file_overrides_and_adds(tmpdir):
     root = make_root(os.path.join(tmpdir, "root"),
                      {"a.thing": b"1", "b.things": b"1", "c.fancy": b"1", "d.html": b"1",
                       "e.css": b"1", "f.png": b"1"})
-    s = conf_server(tmpdir, "mime_types %s\n" % types, root=root)
+    s = ConfServer(tmpdir, "mime_types %s\n" % types, root=root)
     _check(s, {"a.thing": "application/x-thing", "b.things": "application/x-thing",
                "c.fancy": "text/x-fancy; charset=utf-8",        # text/* gets the charset
                "d.html": "application/x-html-override",          # the file wins
@@ -89,9 +87,8 @@ def test_custom_mime_file_overrides_and_adds(tmpdir):
 
 def test_default_type(tmpdir):
     root = _root(tmpdir)
-    s = conf_server(tmpdir, "default_type text/plain\n"
-                            "location /dir.d/ {\n    default_type application/x-unknown\n}\n",
-                    root=root)
+    s = ConfServer(tmpdir, "default_type text/plain\n"
+                            "location /dir.d/ {\n    default_type application/x-unknown\n}\n", root=root)
     _check(s, {"a.zzunknown": "text/plain", "noext": "text/plain",
                "dir.d/noext": "application/x-unknown", "a.png": "image/png"})
 

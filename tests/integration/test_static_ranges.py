@@ -3,12 +3,10 @@ large files (sendfile from an offset), HEAD, curl -r."""
 
 import os
 import re
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import BIG_SIZE, Conn, curl, get, imf, req, sha256  # noqa: E402
-from lib.static import OLD, parse_multipart, part_ranges  # noqa: E402
+from lib.server import BIG_SIZE, Conn, curl, get, imf, req, sha256
+from lib.static import OLD, parse_multipart, part_ranges
 
 
 def rng(srv, path, spec, method="GET", extra=None):

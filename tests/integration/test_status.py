@@ -7,13 +7,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import SCALE, Conn, Server, T, concurrency, get, raw_bytes, req  # noqa: E402
-from lib.procs import start_with_conf, status_json  # noqa: E402
+import pytest
+
+from lib.server import ConfServer, Conn, SCALE, Server, T, concurrency, get, raw_bytes, req
+from lib.procs import status_json
 
 THREADS = 3
 
@@ -150,12 +150,12 @@ def test_status_page_html(tmpdir):
 
 def test_allow_list(tmpdir):
     root = root_of(tmpdir)
-    srv = start_with_conf(tmpdir, root, ["status_allow 10.0.0.0/8 2001:db8::/32"])
+    srv = ConfServer(tmpdir, ["root %s" % root, "status_allow 10.0.0.0/8 2001:db8::/32"], root=root)
     for path in ("/server-status", "/server-status?json", "/metrics"):
         assert get(srv, path).status == 403, path
     assert get(srv, "/healthz").status == 200     # health is for everyone
     srv.stop()
-    srv = start_with_conf(tmpdir, root, ["status_allow none"])
+    srv = ConfServer(tmpdir, ["root %s" % root, "status_allow none"], root=root)
     assert get(srv, "/metrics").status == 403
     srv.stop()
     # the default: loopback, IPv4 and IPv6
@@ -177,7 +177,7 @@ def test_site_location_overrides_builtin(tmpdir):
     os.makedirs(os.path.join(root, "metrics"))
     with open(os.path.join(root, "metrics", "index.html"), "w") as f:
         f.write("my own metrics page\n")
-    srv = start_with_conf(tmpdir, root, ["location /metrics {", "    handler static", "}"])
+    srv = ConfServer(tmpdir, ["root %s" % root, "location /metrics {", "    handler static", "}"], root=root)
     r = get(srv, "/metrics/")
     assert r.status == 200 and r.body == b"my own metrics page\n"
     assert get(srv, "/healthz").status == 200
@@ -206,6 +206,9 @@ def _run_chromium(url, profile, extra):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
+# Two runs of a browser, each bounded by its own T(90): on a loaded machine they need more
+# than the default minute between them (scaled for sanitizer builds like the default).
+@pytest.mark.timeout(200)
 def test_status_page_in_headless_chromium(tmpdir):
     srv = Server(root=root_of(tmpdir), threads=THREADS)
     for _ in range(20):
@@ -238,8 +241,3 @@ def test_status_page_in_headless_chromium(tmpdir):
     keep = os.environ.get("LFHTTPD_KEEP_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
-
-
-# Two runs of a browser, each bounded by its own T(90): on a loaded machine they need more
-# than the runner's default minute between them.
-test_status_page_in_headless_chromium.timeout = 200

@@ -6,21 +6,20 @@ and one SO_REUSEPORT listener per thread). The whole suite also runs under each 
 import os
 import signal
 import socket
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, free_port, one_error_line, run_lfhttpd, wait_for, write_file  # noqa: E402,E501
-from lib.procs import status_json  # noqa: E402
-from lib.server import Conn, Server, get, req  # noqa: E402
+import pytest
+
+from lib.ops import one_error_line, run_lfhttpd, write_file
+from lib.procs import status_json
+from lib.static import make_root
+from lib.server import ConfServer, Conn, Server, free_port, get, req, wait_until
 
 THREADS = 3
 STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport", "leader-followers-edge")
 
 
 def _root(tmpdir):
-    root = os.path.join(tmpdir, "root")
-    write_file(os.path.join(root, "index.html"), "<p>hello</p>\n")
-    return root
+    return make_root(os.path.join(tmpdir, "root"), {"index.html": b"<p>hello</p>\n"}, mtime=None)
 
 
 def _epoll_instances(pid):
@@ -66,14 +65,18 @@ def _thread_names(pid):
     return names
 
 
-def test_cli_and_directive_accept_every_strategy(tmpdir):
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cli_and_directive_accept_the_strategy(tmpdir, strategy):
     root = _root(tmpdir)
-    for s in STRATEGIES:
-        rc, _, err = run_lfhttpd(["-t", "--concurrency", s, "--root", root])
-        assert rc == 0, err
-        conf = write_file(os.path.join(tmpdir, "c-%s.conf" % s), "concurrency %s\n" % s)
-        rc, _, err = run_lfhttpd(["-t", "-c", conf, "--root", root])
-        assert rc == 0, err
+    rc, _, err = run_lfhttpd(["-t", "--concurrency", strategy, "--root", root])
+    assert rc == 0, err
+    conf = write_file(os.path.join(tmpdir, "c.conf"), "concurrency %s\n" % strategy)
+    rc, _, err = run_lfhttpd(["-t", "-c", conf, "--root", root])
+    assert rc == 0, err
+
+
+def test_cli_and_directive_refuse_an_unknown_strategy(tmpdir):
+    root = _root(tmpdir)
     rc, _, err = run_lfhttpd(["-t", "--concurrency", "thread-per-request", "--root", root])
     assert rc == 2
     assert "invalid concurrency 'thread-per-request'" in one_error_line(err)
@@ -145,14 +148,14 @@ def test_reuseport_reload_opens_and_closes_one_socket_per_thread(tmpdir):
     root = _root(tmpdir)
     p1, p2 = free_port(), free_port()
     conf = "concurrency reuseport\nroot %s\nlisten 127.0.0.1:%%d\n" % root
-    # also on the command line: it overrides the file, and run.py --concurrency adds its own
+    # also on the command line: it overrides the file, and the suite's --concurrency adds its own
     srv = ConfServer(tmpdir, conf % p1, listen=(), threads=THREADS,
                      args=["--concurrency", "reuseport"])
     pid = srv.proc.pid
     assert _listening_sockets(pid, p1) == THREADS
     write_file(srv.conf_path, conf % p1 + "listen 127.0.0.1:%d\n" % p2)
     os.kill(pid, signal.SIGHUP)
-    wait_for(lambda: _listening_sockets(pid, p2) == THREADS, what="the new listener's sockets")
+    wait_until(lambda: _listening_sockets(pid, p2) == THREADS, what="the new listener's sockets")
     for port in (p1, p2):
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -165,5 +168,5 @@ def test_reuseport_reload_opens_and_closes_one_socket_per_thread(tmpdir):
         assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"<p>hello</p>\n"), data
     write_file(srv.conf_path, conf % p2)
     os.kill(pid, signal.SIGHUP)
-    wait_for(lambda: _listening_sockets(pid, p1) == 0, what="the old listener's sockets closed")
+    wait_until(lambda: _listening_sockets(pid, p1) == 0, what="the old listener's sockets closed")
     assert _listening_sockets(pid, p2) == THREADS

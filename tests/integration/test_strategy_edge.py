@@ -5,32 +5,29 @@ these tests aim at what is new: no
 epoll_ctl for a keep-alive request, events that come while a handle is owned ("more"), input
 left in the socket after a read that filled the buffer, interest changes (a request that comes
 while a response is being written), the send budget, and the sweep and the drain. Every server
-here is started with the strategy explicitly (it overrides run.py's --concurrency)."""
+here is started with the strategy explicitly (it overrides the suite's --concurrency)."""
 
 import os
 import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, run_lfhttpd, wait_for, write_file  # noqa: E402
-from lib.procs import status_json  # noqa: E402
-from lib.server import T, Conn, Server, get, req  # noqa: E402
+from lib.ops import run_lfhttpd, write_file
+from lib.procs import status_json
+from lib.static import make_root
+from lib.server import ConfServer, Conn, Server, T, get, req, wait_until
 
 EDGE = "leader-followers-edge"
 BIG = 16 * 1024 * 1024   # > the 4 MiB send budget of one event
 
 
 def _root(tmpdir):
-    root = os.path.join(tmpdir, "root")
-    write_file(os.path.join(root, "small.txt"), "small\n")
-    with open(os.path.join(root, "big.bin"), "wb") as f:
-        f.write(bytes(range(256)) * (BIG // 256))
-    return root
+    return make_root(os.path.join(tmpdir, "root"),
+                     {"small.txt": b"small\n", "big.bin": bytes(range(256)) * (BIG // 256)},
+                     mtime=None)
 
 
 def _edge(tmpdir, threads=2, conf_lines=()):
@@ -49,7 +46,7 @@ def test_edge_is_accepted_and_named(tmpdir):
     rc, _, err = run_lfhttpd(["-t", "-c", conf, "--root", root])
     assert rc == 0, err
     srv = Server(root=root, threads=3, args=["--concurrency", EDGE])
-    wait_for(lambda: "(%s;" % EDGE in srv.stderr, what="the start-up line naming it")
+    wait_until(lambda: "(%s;" % EDGE in srv.stderr, what="the start-up line naming it")
     assert get(srv, "/small.txt").body == b"small\n"
     st = status_json(srv)
     assert st["pool"]["concurrency"] == EDGE and st["pool"]["threads"] == 3

@@ -10,14 +10,12 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import free_port, run_lfhttpd, wait_for, write_file  # noqa: E402
-from lib.server import REPO, Server, T, get, req  # noqa: E402
-from lib.tls import TLSConn, the_pki  # noqa: E402
+from lib.ops import run_lfhttpd, write_file
+from lib.server import REPO, Server, T, free_port, get, req, wait_until
+from lib.tls import TLSConn, the_pki
 
 
 def _site(tmpdir, name, text):
@@ -140,7 +138,7 @@ def test_socket_activation_plain_and_tls_by_name(tmpdir):
                    "tls_certificate %s %s\nroot %s\n" % (p.a_chain, p.a_key,
                                                           _site(tmpdir, "b", "site B")))
         srv.signal(signal.SIGHUP)
-        wait_for(lambda: "generation 2" in srv.stderr, 10, "the reload")
+        wait_until(lambda: "generation 2" in srv.stderr, 10, what="the reload")
         assert get(("127.0.0.1", hport), "/").body == b"site B"
         c = TLSConn(("127.0.0.1", sport))
         c.send(req("GET", "/"))
@@ -164,7 +162,7 @@ def test_socket_activation_by_address(tmpdir):
         assert poke.response().endswith(b"by address")
         assert _listen_inode(port) == [_fd_inode(srv.proc.pid, 3)]
         srv.signal(signal.SIGHUP)
-        wait_for(lambda: "generation 2" in srv.stderr, 10, "the reload")
+        wait_until(lambda: "generation 2" in srv.stderr, 10, what="the reload")
         assert get(("127.0.0.1", port), "/").body == b"by address"
         assert _listen_inode(port) == [_fd_inode(srv.proc.pid, 3)]
     finally:
@@ -186,7 +184,7 @@ def test_socket_activation_without_a_listen(tmpdir):
         assert get(("127.0.0.1", second), "/").body == b"no listen"
         assert _listen_inode(port) == [_fd_inode(srv.proc.pid, 3)]
         srv.signal(signal.SIGHUP)
-        wait_for(lambda: "generation 2" in srv.stderr, 10, "the reload")
+        wait_until(lambda: "generation 2" in srv.stderr, 10, "the reload")
         assert get(("127.0.0.1", port), "/").body == b"no listen"
         assert _listen_inode(port) == [_fd_inode(srv.proc.pid, 3)]
         assert "stopped listening" not in srv.stderr, srv.stderr
@@ -219,7 +217,7 @@ def test_unclaimed_socket_is_refused(tmpdir):
         assert poke.response().endswith(b"claimed")
         write_file(conf, "listen 127.0.0.1:%d\nroot %s\n" % (other, root))
         srv.signal(signal.SIGHUP)
-        wait_for(lambda: "keeping generation 1" in srv.stderr, 10, "the refused reload")
+        wait_until(lambda: "keeping generation 1" in srv.stderr, 10, what="the refused reload")
         assert "socket 'http' passed by systemd would be used by no listener" in srv.stderr
         assert get(("127.0.0.1", port), "/").body == b"claimed"
     finally:
@@ -321,7 +319,7 @@ def test_notify_failed_reload_is_ready_again(tmpdir):
         msgs = n.until("READY")
         assert any(m.get("RELOADING") == "1" for m in msgs), msgs
         assert "configuration generation 1" in msgs[-1]["STATUS"], msgs[-1]
-        wait_for(lambda: "keeping generation 1" in srv.stderr, 10, "the error line")
+        wait_until(lambda: "keeping generation 1" in srv.stderr, 10, what="the error line")
         assert get(srv, "/").body == b"kept"
     finally:
         srv.stop()
@@ -470,16 +468,16 @@ def test_the_server_stays_within_the_units_filters(tmpdir):
         assert get(http, "/cgi-bin/hello").body == b"hello"
         assert get(http, "/_test/delay/10").status == 200
         # Compression on the fly (on by default): its threads' calls count too.
-        wait_for(lambda: get(http, "/big.css", headers={"Accept-Encoding": "br, gzip"})
-                 .header("Content-Encoding") == "br", 30, "a compressed answer")
+        wait_until(lambda: get(http, "/big.css", headers={"Accept-Encoding": "br, gzip"})
+                 .header("Content-Encoding") == "br", 30, what="a compressed answer")
         c = TLSConn(https)
         c.send(req("GET", "/"))
         assert c.read_response().body == b"traced"
         c.close()
         os.kill(pid, signal.SIGHUP)
-        wait_for(lambda: "generation 2" in srv.stderr, 30, "the reload")
+        wait_until(lambda: "generation 2" in srv.stderr, 30, what="the reload")
         os.kill(pid, signal.SIGUSR1)
-        wait_for(lambda: "log files reopened" in srv.stderr, 30, "the reopen")
+        wait_until(lambda: "log files reopened" in srv.stderr, 30, what="the reopen")
         os.kill(pid, signal.SIGTERM)
         srv.proc.wait(T(60))
     finally:

@@ -5,13 +5,11 @@ import os
 import selectors
 import signal
 import socket
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import SCALE, Conn, Server, T, get, raw, raw_bytes, req  # noqa: E402
-from lib.procs import rss_kib  # noqa: E402
+from lib.server import SCALE, ConfServer, Conn, Server, T, get, raw, raw_bytes, req
+from lib.procs import rss_kib
 
 PATTERN = b"lfhttpd test bytes 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEF\n"
 
@@ -47,10 +45,7 @@ def test_off_by_default_and_index(tmpdir):
 def test_prefix_from_config_file(tmpdir):
     root = os.path.join(tmpdir, "root")
     os.makedirs(root)
-    conf = os.path.join(tmpdir, "c.conf")
-    with open(conf, "w") as f:
-        f.write("test_endpoints /t/\n")
-    srv = Server(root=root, args=["--config", conf])
+    srv = ConfServer(tmpdir, "test_endpoints /t/\n", root=root)
     assert get(srv, "/t/bytes/3").body == b"lfh"
     assert get(srv, "/_test/bytes/3").status == 404
 

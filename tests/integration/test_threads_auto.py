@@ -5,11 +5,9 @@ log and /server-status say how many threads and why."""
 import os
 import re
 import shutil
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.procs import status_json, wait_until  # noqa: E402
-from lib.server import Server, concurrency  # noqa: E402
+from lib.procs import status_json
+from lib.server import Server, concurrency, wait_until
 
 SERVING_RE = re.compile(r"lfhttpd serving \S+ with (\d+) threads \(([^;]+); (.*)\)")
 

@@ -5,12 +5,10 @@ from its start), keep-alive idle, and send (a client that stops reading)."""
 import os
 import select
 import socket
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import Conn, T, req  # noqa: E402
-from lib.probe import configured, fd_count, wait_until  # noqa: E402
+from lib.server import ConfServer, Conn, T, fixture_tree, req, wait_until
+from lib.probe import fd_count
 
 TICK = 0.25   # the server's timer period
 SLACK = 1.0   # scheduling slack on a shared machine (scaled by T() for sanitizer builds)
@@ -45,7 +43,7 @@ def _assert_closed_between(c, t0, lo, hi, what):
 
 
 def test_slowloris_head_closed_at_timeout_header_from_first_byte(tmpdir):
-    srv = configured(tmpdir, {"timeout_header": "1500ms"})
+    srv = ConfServer(tmpdir, {"timeout_header": "1500ms"}, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         time.sleep(0.8)   # idle before the first byte does not count (nor extend the limit)
         t0 = time.monotonic()
@@ -67,7 +65,7 @@ def test_slowloris_head_closed_at_timeout_header_from_first_byte(tmpdir):
 
 
 def test_slow_but_complete_head_is_served(tmpdir):
-    srv = configured(tmpdir, {"timeout_header": "2s"})
+    srv = ConfServer(tmpdir, {"timeout_header": "2s"}, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         c.send_slowly(req("GET", "/one.txt"), chunk=4, pause=0.02)
         r = c.read_response()
@@ -76,7 +74,7 @@ def test_slow_but_complete_head_is_served(tmpdir):
 
 def test_header_timeout_on_keepalive_connection(tmpdir):
     # The second request's head is timed from its own first byte.
-    srv = configured(tmpdir, {"timeout_header": "1s", "timeout_keepalive": "10s"})
+    srv = ConfServer(tmpdir, {"timeout_header": "1s", "timeout_keepalive": "10s"}, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         c.send(req("GET", "/one.txt"))
         assert c.read_response().status == 200
@@ -98,7 +96,7 @@ def _send_paced(c, data, piece, interval):
 
 
 def test_body_trickle_closed_at_timeout_body(tmpdir):
-    srv = configured(tmpdir, {"timeout_body": "1s", "timeout_body_min_rate": "500"})
+    srv = ConfServer(tmpdir, {"timeout_body": "1s", "timeout_body_min_rate": "500"}, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         t0 = time.monotonic()   # the body's time starts when the server has read the head
         c.send(req("POST", "/one.txt", {"Content-Length": "100000"}) + b"x" * 10)
@@ -118,7 +116,7 @@ def test_body_trickle_closed_at_timeout_body(tmpdir):
 def test_body_at_the_minimum_rate_is_not_cut(tmpdir):
     # 6,000 bytes at about 2,000 B/s take 3 s; timeout_body 1s alone would cut it, the rate of
     # 500 B/s earns a second per 500 bytes. After the body the connection serves a request.
-    srv = configured(tmpdir, {"timeout_body": "1s", "timeout_body_min_rate": "500"})
+    srv = ConfServer(tmpdir, {"timeout_body": "1s", "timeout_body_min_rate": "500"}, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         c.send(req("POST", "/one.txt", {"Content-Length": "6000"}))
         assert c.read_response("POST").status == 405
@@ -131,8 +129,8 @@ def test_body_at_the_minimum_rate_is_not_cut(tmpdir):
 def test_head_at_the_minimum_rate_is_not_cut(tmpdir):
     # An honest client on a slow link: a 4 KiB head at about 1,000 B/s (4 s). timeout_header 1s
     # alone would cut it; every 500 bytes earn a second, up to timeout_header_max.
-    srv = configured(tmpdir, {"timeout_header": "1s", "timeout_header_max": "30s",
-                              "timeout_header_min_rate": "500"})
+    srv = ConfServer(tmpdir, {"timeout_header": "1s", "timeout_header_max": "30s",
+                              "timeout_header_min_rate": "500"}, root=fixture_tree(tmpdir))
     head = req("GET", "/one.txt", {"X-Pad": "p" * 4000})
     with Conn(srv) as c:
         _send_paced(c, head, 250, 0.25)
@@ -142,8 +140,8 @@ def test_head_at_the_minimum_rate_is_not_cut(tmpdir):
 
 def test_head_extension_stops_at_timeout_header_max(tmpdir):
     # Fast enough to keep earning time, but the head never ends: cut at the maximum.
-    srv = configured(tmpdir, {"timeout_header": "1s", "timeout_header_max": "2s",
-                              "timeout_header_min_rate": "500", "max_request_head": "64k"})
+    srv = ConfServer(tmpdir, {"timeout_header": "1s", "timeout_header_max": "2s",
+                              "timeout_header_min_rate": "500", "max_request_head": "64k"}, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         t0 = time.monotonic()
         c.send(b"GET /one.txt HTTP/1.1\r\nHost: x\r\nX-Long: ")
@@ -180,7 +178,7 @@ def test_default_keeps_an_honest_slow_head(srv):
 
 
 def test_keepalive_idle_timeout(tmpdir):
-    srv = configured(tmpdir, {"timeout_keepalive": "1s"})
+    srv = ConfServer(tmpdir, {"timeout_keepalive": "1s"}, root=fixture_tree(tmpdir))
     with Conn(srv) as c:
         for _ in range(3):   # activity restarts the idle timer
             t0 = time.monotonic()   # the server goes idle after answering, so after t0
@@ -196,7 +194,7 @@ def test_send_timeout_client_stops_reading(tmpdir):
     # A client requests 50 MiB and reads nothing: once the socket buffers are full the server
     # makes no progress and closes the connection after timeout_send, without blocking a
     # thread meanwhile (another client is served while it waits).
-    srv = configured(tmpdir, {"timeout_send": "1s"})
+    srv = ConfServer(tmpdir, {"timeout_send": "1s"}, root=fixture_tree(tmpdir))
     size = 50 * 1024 * 1024
     with open(os.path.join(srv.tree.root, "huge.bin"), "wb") as f:
         f.truncate(size)

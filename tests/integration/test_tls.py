@@ -10,14 +10,12 @@ import os
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import (T, binary, fixture_tree, get, raw_bytes, req,  # noqa: E402
+from lib.server import (T, binary, fixture_tree, get, raw_bytes, req,
                         sanitizer_report, sha256)
-from lib.tls import (TLSConn, client_ctx, client_hello, connect, curl_tls,  # noqa: E402
+from lib.tls import (TLSConn, client_ctx, client_hello, connect, curl_tls,
                      s_client, the_pki, tls_server)
 
 SIZES = ["/empty.txt", "/one.txt", "/kib.txt", "/16k1.bin", "/big.bin"]

@@ -6,12 +6,9 @@ tickets); bad files are configuration errors. Sessions are carried between serve
 import os
 import signal
 import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.procs import wait_until  # noqa: E402
-from lib.server import binary  # noqa: E402
-from lib.tls import s_client, tls_server  # noqa: E402
+from lib.server import binary, wait_until
+from lib.tls import s_client, tls_server
 
 REQUEST = b"GET /one.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
 

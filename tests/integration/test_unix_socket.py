@@ -12,13 +12,11 @@ import pwd
 import socket
 import stat
 import subprocess
-import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import ConfServer, LogFile, run_lfhttpd, write_file  # noqa: E402
-from lib.procs import write_script  # noqa: E402
-from lib.server import T, Server, curl, req  # noqa: E402
+from lib.ops import LogFile, run_lfhttpd, write_file
+from lib.procs import write_script
+from lib.server import ConfServer, Server, T, curl, req
 
 
 def _site(tmpdir):

@@ -17,7 +17,8 @@ import os
 import struct
 import time
 
-from lib.probe import fd_count, rss_kib
+from lib.probe import fd_count
+from lib.procs import rss_kib
 from lib.server import BUILD, REPO
 
 POINTS = ("malloc", "calloc", "realloc", "memalign", "open", "accept", "pipe", "epoll_ctl",
@@ -144,7 +145,7 @@ class Baseline:
 
     def check(self, what, timeout=10.0):
         """Descriptors and threads back to the baseline (waiting for closes in progress)."""
-        from lib.probe import wait_until
+        from lib.server import wait_until
         ok = wait_until(lambda: fd_count(self.pid) == self.fds and
                         task_count(self.pid) == self.threads, timeout)
         assert ok, "%s: %d descriptors and %d threads, baseline %d and %d; /proc/%d/fd: %s" % (

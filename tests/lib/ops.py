@@ -2,24 +2,22 @@
 
     run_lfhttpd(args, cwd=None)        run the binary to completion: (status, stdout, stderr)
     write_file(path, text)             write text (str or bytes), return path
-    ConfServer(tmpdir, conf, ...)      a Server started with --config tmpdir/lfhttpd.conf;
-                                       error_log=PATH also finds "listening on" in that file;
-                                       known_port=P waits for a connect instead of the line
+    logged_server(tmpdir, conf, fmt=None, log_name="access.log", **kw)
+                                       a ConfServer on a fresh fixture tree that logs to
+                                       tmpdir/log_name (access_log_format fmt): (server, LogFile)
     LogFile(path)                      follow an access log: wait_lines(n), lines()
     parse_clf(line) / CLF_RE           Combined Log Format, with nginx-style \\xHH escapes
     unescape_clf(field)                undo the \\xHH escapes of a CLF field
-    port_is_free(port)                 nobody listens on 127.0.0.1:port
     proc_ids(pid)                      {'Uid': [...], 'Gid': [...], 'Groups': [...]} from /proc
 """
 
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 
-from .server import Server, T, binary, free_port, sanitizer_report  # noqa: F401 (free_port: re-exported)
+from .server import T, binary, fixture_server, sanitizer_report
 
 
 def run_lfhttpd(args, cwd=None, timeout=10):
@@ -48,37 +46,14 @@ def one_error_line(err):
     return lines[0]
 
 
-class ConfServer(Server):
-    """A Server configured by a file.  Listeners come from the command line unless
-    listen=() is given (then from the file; pass expect_listeners).  When the file sends the
-    error log to a file, pass error_log=PATH so start-up finds the "listening on" lines."""
-
-    def __init__(self, tmpdir, conf, name="lfhttpd.conf", error_log=None, args=(),
-                 known_port=None, **kw):
-        self.conf_path = write_file(os.path.join(tmpdir, name), conf)
-        self.error_log_path = error_log
-        self.known_port = known_port      # no "listening on" line expected: poll this port
-        kw.setdefault("threads", 2)
-        super().__init__(args=["--config", self.conf_path] + list(args), **kw)
-
-    def _scan_listeners(self):
-        super()._scan_listeners()
-        if self.known_port and not self.listeners and self.proc.poll() is None:
-            if not port_is_free(self.known_port):
-                self.listeners = [("http", "127.0.0.1", self.known_port)]
-            return
-        if self.error_log_path and not self.listeners:
-            from .server import LISTEN_RE
-            try:
-                with open(self.error_log_path, "rb") as f:
-                    data = f.read()
-            except OSError:
-                return
-            for m in LISTEN_RE.finditer(data):
-                host = m.group(2).decode()
-                if host.startswith("["):
-                    host = host[1:-1]
-                self.listeners.append((m.group(1).decode(), host, int(m.group(3))))
+def logged_server(tmpdir, conf="", fmt=None, log_name="access.log", **kw):
+    """A ConfServer on a fresh fixture tree (tmpdir/root, .tree) writing its access log to
+    tmpdir/log_name (.log_path; in the format fmt when given), then `conf`: (server, LogFile)."""
+    log = os.path.join(tmpdir, log_name)
+    s = fixture_server(tmpdir, "access_log %s\n%s%s" % (
+        log, "access_log_format %s\n" % fmt if fmt else "", conf), **kw)
+    s.log_path = log
+    return s, LogFile(log)
 
 
 class LogFile:
@@ -170,15 +145,6 @@ def json_bytes(s):
     return s.encode("latin-1")
 
 
-def port_is_free(port, host="127.0.0.1"):
-    s = socket.socket()
-    try:
-        s.settimeout(1)
-        return s.connect_ex((host, port)) != 0
-    finally:
-        s.close()
-
-
 def proc_ids(pid, task=None):
     path = "/proc/%d/status" % pid if task is None else "/proc/%d/task/%d/status" % (pid, task)
     out = {}
@@ -188,13 +154,3 @@ def proc_ids(pid, task=None):
             if k in ("Uid", "Gid", "Groups"):
                 out[k] = [int(x) for x in v.split()]
     return out
-
-
-def wait_for(pred, timeout=5.0, what="condition"):
-    deadline = time.monotonic() + T(timeout)
-    while True:
-        v = pred()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.02)

@@ -1,39 +1,18 @@
 """Helpers for the strict-HTTP, limits, timeouts and hostile-client tests.
 
-  configured(tmpdir, directives, **server_kw)
-        a Server on the fixture tree with a configuration file holding `directives`
-        (dict: directive -> value), e.g. {"timeout_header": "1s"}.
   error_then_close(srv, data, status)
         send raw bytes on a fresh connection; assert one response with `status` and
         `Connection: close`, then that the server closes the connection.
   answer_then_keepalive(srv, data, status)
         the same, but the connection must stay usable: a following GET /one.txt is answered.
-  cpu_seconds(pid), fd_count(pid), rss_kib(pid)
+  cpu_seconds(pid), fd_count(pid)
         /proc readings of the server process.
 """
 
 import os
 import time
 
-from lib.server import Conn, ConnectionClosed, Server, T, fixture_tree, req
-
-
-def write_config(tmpdir, directives, name="lfhttpd.conf"):
-    path = os.path.join(tmpdir, name)
-    with open(path, "w") as f:
-        for k, v in directives.items():
-            f.write("%s %s\n" % (k, v))
-    return path
-
-
-def configured(tmpdir, directives, **kw):
-    tree = fixture_tree(tmpdir)
-    conf = write_config(tmpdir, directives)
-    args = list(kw.pop("args", ())) + ["--config", conf]
-    srv = Server(root=tree.root, args=args, **kw)
-    srv.tree = tree
-    srv.files = tree.files
-    return srv
+from lib.server import Conn, ConnectionClosed, T, req
 
 
 def _status_line(data):
@@ -100,21 +79,3 @@ def cpu_seconds(pid):
 
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def wait_until(pred, timeout, step=0.05):
-    """Poll pred() until it is true or `timeout` (scaled) passes; returns its last value."""
-    deadline = time.monotonic() + T(timeout)
-    while True:
-        v = pred()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(step)

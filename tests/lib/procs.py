@@ -7,9 +7,8 @@ import json
 import os
 import shutil
 import stat
-import time
 
-from lib.server import REPO, Conn, Server, T, free_port, req  # noqa: F401 (free_port: re-exported)
+from lib.server import REPO, Conn, req
 
 
 def proc_stat(pid):
@@ -57,16 +56,6 @@ def children_of(ppid):
     return out
 
 
-def wait_until(cond, timeout, step=0.05):
-    """Poll cond() until it is true or timeout (scaled) passes; returns its last value."""
-    deadline = time.monotonic() + T(timeout)
-    while True:
-        v = cond()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(step)
-
-
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -93,18 +82,6 @@ def copy_example_scripts(cgi_dir):
         shutil.copy2(os.path.join(src, n), os.path.join(cgi_dir, n))
         st = os.stat(os.path.join(src, n))
         assert st.st_mode & stat.S_IXUSR, "www/cgi-bin/%s is not executable" % n
-
-
-def write_conf(path, lines):
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return path
-
-
-def start_with_conf(tmpdir, root, lines, threads=2, args=(), env=None):
-    """Start the server with a configuration file made of `lines` (root is set too)."""
-    conf = write_conf(os.path.join(tmpdir, "lfhttpd.conf"), ["root %s" % root] + list(lines))
-    return Server(root=root, args=["--config", conf] + list(args), threads=threads, env=env)
 
 
 def status_json(srv):

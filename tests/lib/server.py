@@ -8,6 +8,18 @@ Standard library only.  Main pieces:
       keeps draining stdout/stderr in background threads.  stop() sends
       SIGTERM, waits, records returncode, SIGKILLs if needed.
 
+  ConfServer(tmpdir, conf, ...)
+                       a Server started with --config: `conf` (text, lines or a dict of
+                       directive -> value) written to tmpdir/lfhttpd.conf by write_config;
+                       root= a directory or a Tree (then .tree, .files)
+  fixture_server(tmpdir, conf, **kw)
+                       a ConfServer on a fresh fixture tree (tmpdir/root): `root` and conf
+  write_config(dir, conf, name)   the one configuration-file writer; returns its path
+  wait_until(pred, timeout, what=None)
+                       poll pred() until true or T(timeout) passes; returns its last value
+                       (with what=: an AssertionError naming it on timeout)
+  free_port()          a loopback port outside the ephemeral range, for a test that names it
+
   Conn(srv)            a raw client socket with a receive buffer and an
                        HTTP/1.x response parser (Content-Length, chunked,
                        HEAD, 1xx/204/304, read-until-close).
@@ -16,7 +28,7 @@ Standard library only.  Main pieces:
   req(method, path, headers, version)  build a request head.
   fixture_tree(dir)    create the fixture document root.
 
-Timeouts are multiplied by SCALE (set by tests/run.py: >1 for sanitizer
+Timeouts are multiplied by SCALE (set by tests/conftest.py from --build: 3 for sanitizer
 builds).  Use T(seconds) in tests.
 """
 
@@ -130,7 +142,7 @@ _created = []   # every Server started since the last take_created()
 
 
 def take_created():
-    """Return (and forget) the servers created since the last call (runner use)."""
+    """Return (and forget) the servers created since the last call (tests/conftest.py)."""
     with _registry_lock:
         out = list(_created)
         del _created[:]
@@ -168,7 +180,7 @@ class Server:
             self.cmd += ["--threads", str(threads)]
         if root is not None:
             self.cmd += ["--root", str(root)]
-        if CONCURRENCY:   # the suite under another strategy (run.py --concurrency)
+        if CONCURRENCY:   # the suite under another strategy (pytest --concurrency)
             self.cmd += ["--concurrency", CONCURRENCY]
         self.cmd += [str(a) for a in args]
         self.root = root
@@ -332,6 +344,89 @@ class Server:
     def addr(self, i=0):
         _, h, p = self.listeners[i]
         return h, p
+
+
+def write_config(directory, conf, name="lfhttpd.conf"):
+    """Write a configuration file: `conf` is its text (str or bytes), its lines (a list) or
+    {directive: value}. Returns the path."""
+    if isinstance(conf, dict):
+        conf = "".join("%s %s\n" % kv for kv in conf.items())
+    elif isinstance(conf, (list, tuple)):
+        conf = "".join("%s\n" % line for line in conf)
+    path = os.path.join(directory, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(conf.encode() if isinstance(conf, str) else conf)
+    return path
+
+
+def port_is_free(port, host="127.0.0.1"):
+    s = socket.socket()
+    try:
+        s.settimeout(1)
+        return s.connect_ex((host, port)) != 0
+    finally:
+        s.close()
+
+
+class ConfServer(Server):
+    """A Server configured by a file (write_config(tmpdir, conf, name)). Listeners come from
+    the command line unless listen=() is given (then from the file; pass expect_listeners).
+    root: a directory (--root) or a Tree (also .tree and .files). When the file sends the error
+    log to a file, pass error_log=PATH so start-up finds the "listening on" lines there;
+    known_port=P: no such line is expected, start-up waits for P to accept instead."""
+
+    def __init__(self, tmpdir, conf, name="lfhttpd.conf", error_log=None, args=(),
+                 known_port=None, root=None, **kw):
+        self.conf_path = write_config(tmpdir, conf, name)
+        self.error_log_path = error_log
+        self.known_port = known_port
+        if isinstance(root, Tree):
+            self.tree, self.files = root, root.files
+            root = root.root
+        kw.setdefault("threads", 2)
+        super().__init__(args=["--config", self.conf_path] + list(args), root=root, **kw)
+
+    def _scan_listeners(self):
+        super()._scan_listeners()
+        if self.known_port and not self.listeners and self.proc.poll() is None:
+            if not port_is_free(self.known_port):
+                self.listeners = [("http", "127.0.0.1", self.known_port)]
+            return
+        if self.error_log_path and not self.listeners:
+            try:
+                with open(self.error_log_path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                return
+            for m in LISTEN_RE.finditer(data):
+                host = m.group(2).decode()
+                if host.startswith("["):
+                    host = host[1:-1]
+                self.listeners.append((m.group(1).decode(), host, int(m.group(3))))
+
+
+def fixture_server(tmpdir, conf="", **kw):
+    """A ConfServer on a fresh fixture tree (tmpdir/root; .tree, .files): the configuration
+    is `root` and then the text conf."""
+    tree = fixture_tree(tmpdir)
+    s = ConfServer(tmpdir, "root %s\n%s" % (tree.root, conf), **kw)
+    s.tree, s.files = tree, tree.files
+    return s
+
+
+def wait_until(pred, timeout=5.0, what=None, step=0.02):
+    """Poll pred() until it is true or T(timeout) passes (from now); returns its last value.
+    With `what`, a timeout is an AssertionError that names it."""
+    deadline = time.monotonic() + T(timeout)
+    while True:
+        v = pred()
+        if v or time.monotonic() >= deadline:
+            break
+        time.sleep(step)
+    if not v and what is not None:
+        raise AssertionError("timed out after %.1fs waiting for %s" % (T(timeout), what))
+    return v
 
 
 # --------------------------------------------------------------------------

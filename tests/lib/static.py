@@ -1,7 +1,5 @@
 """Helpers for the static-site tests: configuration files, small document roots, multipart.
 
-    conf_server(tmpdir, conf, root=None, ...)  write `conf` to tmpdir/lfhttpd.conf and start
-                                               a Server with --config (and --root if given)
     make_root(dir, files, mtime=OLD)           create files {rel: bytes} with a fixed mtime
     parse_multipart(resp)                      the parts of a multipart/byteranges response
     check_config(tmpdir, conf)                 run `lfhttpd -t -c FILE`: (status, stderr)
@@ -11,27 +9,15 @@ import os
 import re
 import subprocess
 
-from .server import REPO, Server, T, binary, sanitizer_report
+from .server import REPO, T, binary, sanitizer_report, write_config
 
 MIME_TYPES = os.path.join(REPO, "conf", "mime.types")
 OLD = 1700000000          # the fixture's mtime (Tue, 14 Nov 2023 22:13:20 GMT)
 
 
-def write_conf(tmpdir, conf, name="lfhttpd.conf"):
-    path = os.path.join(tmpdir, name)
-    with open(path, "w") as f:
-        f.write(conf)
-    return path
-
-
-def conf_server(tmpdir, conf, root=None, threads=2, **kw):
-    """Start a server configured by the text `conf` (listeners come from the command line)."""
-    return Server(root=root, threads=threads, args=["--config", write_conf(tmpdir, conf)], **kw)
-
-
 def check_config(tmpdir, conf, name="lfhttpd.conf", extra=()):
     """`lfhttpd -t -c FILE`: returns (exit status, stderr text, path of the file)."""
-    path = write_conf(tmpdir, conf, name)
+    path = write_config(tmpdir, conf, name)
     p = subprocess.run([binary(), "-t", "-c", path] + list(extra), stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T(10),
                        cwd=tmpdir)

@@ -25,22 +25,8 @@ cd "$(dirname "$SELF")/../.."
 
 IMAGE=localhost/lfhttpd-fresh:bookworm
 C="lfhttpd-pkg-$$"
-pass=0
-fail=0
-t0=$SECONDS
-ok()   { pass=$((pass + 1)); echo "ok   - $*"; }
-bad()  { fail=$((fail + 1)); echo "FAIL - $*"; }
-note() { echo "# $*"; }
-summary() {
-    echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
-    [ "$fail" -eq 0 ]
-}
-fatal() { bad "$*"; summary; exit 1; }
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    if "$@"; then ok "$what"; else bad "$what"; fi
-}
+# ok, bad, note, check, summary, fatal
+source tests/lib/check.sh
 in_c() { podman exec "$C" bash -c "$1"; }
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -17,21 +17,8 @@ set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 OUT=${PACKAGE_OUT:-build/package}
 
-pass=0
-fail=0
-t0=$SECONDS
-ok()   { pass=$((pass + 1)); echo "ok   - $*"; }
-bad()  { fail=$((fail + 1)); echo "FAIL - $*"; }
-note() { echo "# $*"; }
-summary() {
-    echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
-    [ "$fail" -eq 0 ]
-}
-check() { # check DESCRIPTION COMMAND...: one check
-    local what=$1
-    shift
-    if "$@"; then ok "$what"; else bad "$what"; fi
-}
+# ok, bad, note, check, summary, fatal
+source tests/lib/check.sh
 
 # ---- 1. build ----------------------------------------------------------------------------------
 s=$SECONDS

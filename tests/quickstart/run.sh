@@ -50,19 +50,11 @@ RUN_TIMEOUT=1200                    # s, make run: from its start to the first 2
 STOP_TIMEOUT=60                     # s, make run: from SIGTERM to its exit
 TEST_TIMEOUT=2700                   # s, make test
 
-pass=0
-fail=0
-t0=$SECONDS
-ok()   { pass=$((pass + 1)); echo "ok   - $*"; }
-bad()  { fail=$((fail + 1)); echo "FAIL - $*"; }
-note() { echo "# $*"; }
+# ok, bad, note, check, summary (fatal: below, this harness gives up in its own way)
+source tests/lib/check.sh
 DURATIONS=""
 took() { DURATIONS="$DURATIONS, $1 $2 s"; }  # took STEP SECONDS: for the last lines
-summary() {
-    echo "# durations: ${DURATIONS#, }${DURATIONS:+; }total $((SECONDS - t0)) s"
-    echo "$pass passed, $fail failed ($((SECONDS - t0)) s)"
-    [ "$fail" -eq 0 ]
-}
+summary_note() { echo "# durations: ${DURATIONS#, }${DURATIONS:+; }total $((SECONDS - t0)) s"; }
 fatal() { # a failure that makes the rest meaningless
     bad "$*"
     give_up
@@ -270,9 +262,8 @@ if [ "$rc" -eq 0 ] && [[ "$summ" =~ ^[1-9][0-9]*\ passed,\ 0\ failed ]]; then
 else
     [ "$rc" -eq 124 ] && rc="timed out after $TEST_TIMEOUT s" || rc="exit $rc"
     bad "make test ($rc, $dur s): ${summ:-no summary line}"
-    # the failures with their details (run.py indents them under the FAIL line)
-    awk '/^FAIL/ { p = 1; print; next } p && /^ / { print; next } { p = 0 }' \
-        "$TMP/make-test.log" | head -n 200 | sed 's/^/  | /'
+    # the failures (make test names them again above its summary line; details: the tail)
+    grep -E '^(FAILED|ERROR) ' "$TMP/make-test.log" | head -n 200 | sed 's/^/  | /'
     tail_log "$TMP/make-test.log" 60
 fi
 for ((i = test_at + 1; i < ${#LINES[@]}; i++)); do

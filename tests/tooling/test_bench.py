@@ -11,8 +11,7 @@ import signal
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import REPO, SCALE, T, binary  # noqa: E402
+from lib.server import REPO, SCALE, T, binary
 
 STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport", "leader-followers-edge")
 LOADS = ("short", "long", "skewed", "mixed")

@@ -7,9 +7,8 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.ops import run_lfhttpd, write_file  # noqa: E402
-from lib.server import BUILD, REPO, Server, T, binary, get  # noqa: E402
+from lib.ops import run_lfhttpd, write_file
+from lib.server import BUILD, REPO, Server, T, binary, get
 
 SANITIZE = {"build-tsan": "thread", "build-asan": "address,undefined"}
 

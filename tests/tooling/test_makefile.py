@@ -17,12 +17,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib.server import REPO, T  # noqa: E402
+import pytest
+
+from lib.server import REPO, T, free_port
 
 REAL_SRC = "/usr/share/llhttp"
 REAL_INC = "/usr/share/include/llhttp"
@@ -106,20 +106,16 @@ def _installed(env):
         return "node-llhttp" in f.read()
 
 
-def _free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
+# Runs a whole make while the suite goes on beside it: its own deadlines below, not the
+# default per-test timeout, bound it (scaled for sanitizer builds like the default).
+@pytest.mark.timeout(360)
 def test_make_run_serves_the_site_the_first_time_llhttp_is_installed(tmpdir):
     assert os.path.isfile(os.path.join(REAL_SRC, "llhttp.c")), "node-llhttp is not installed"
     tree, env, make = _stage(tmpdir)
     _uninstall(tree, env)
-    port = _free_port()
+    port = free_port()
     log = open(os.path.join(tmpdir, "run.log"), "wb")
     p = subprocess.Popen(make + ["run", "RUN_LISTEN=127.0.0.1:%d" % port], env=env,
                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -152,6 +148,9 @@ def test_make_run_serves_the_site_the_first_time_llhttp_is_installed(tmpdir):
     assert "No rule to make target" not in out
 
 
+# Runs a whole make (and a test run) while the suite goes on beside it: its own deadlines below, not the
+# default per-test timeout, bound it (scaled for sanitizer builds like the default).
+@pytest.mark.timeout(360)
 def test_make_test_passes_the_first_time_llhttp_is_installed(tmpdir):
     tree, env, make = _stage(tmpdir)
     _uninstall(tree, env)
@@ -163,12 +162,6 @@ def test_make_test_passes_the_first_time_llhttp_is_installed(tmpdir):
     summary = [l for l in out.splitlines() if l.endswith(" passed, 0 failed")]
     assert summary and not summary[-1].startswith("0 "), out[-3000:]
     assert _installed(env), "make test did not install node-llhttp (apt-get log)"
-
-
-# Each runs a whole make (and the second a test run) while the suite goes on beside it: their
-# own deadlines above, not the runner's default, bound them.
-test_make_run_serves_the_site_the_first_time_llhttp_is_installed.timeout = 360
-test_make_test_passes_the_first_time_llhttp_is_installed.timeout = 360
 
 
 def test_deps_as_a_prerequisite_is_refused(tmpdir):
