@@ -38,9 +38,9 @@ struct config {
     struct cidr_list trusted_proxies; /* peers whose X-Forwarded-For / Forwarded we believe */
     bool real_ip_forwarded;     /* believe Forwarded (RFC 7239) instead of X-Forwarded-For */
     char error_log[PATH_MAX];   /* "stderr" or a file */
-    bool error_log_json;
+    bool error_log_json;        /* error_log_format json: one JSON object per line */
     bool listen_default;        /* no listener was configured: listen[nlisten - 1] is the
-                                   default 0.0.0.0:8080 (or the sockets systemd passed) */        /* error_log_format json: one JSON object per line */
+                                   default 0.0.0.0:8080 (or the sockets systemd passed) */
     char access_log[PATH_MAX];  /* a file, "stdout", "stderr" or "off" */
     int access_log_format;      /* enum access_log_format */
     size_t access_log_buffer;   /* bytes of lines each thread gathers; 0: one write per line */

@@ -77,7 +77,8 @@ int main(void)
            "script: < > & as \\u00XX");
     is_str(scr(S("\"q\"\\\n\t\x01"), 128), "\\\"q\\\"\\\\\\n\\t\\u0001",
            "script: quotes, backslash and controls as json_escape");
-    is_str(scr(S("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), 128), "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+    is_str(scr(S("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), 128),
+           "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
            "script: valid UTF-8 of 2, 3 and 4 bytes kept");
     is_str(scr(S("a\xe2\x80\xa8" "b\xe2\x80\xa9" "c"), 128), "a\\u2028b\\u2029c",
            "script: U+2028 and U+2029 escaped");
