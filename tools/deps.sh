@@ -35,13 +35,14 @@ for set in "$@"; do
     # mandoc: lints the man pages; logrotate: checks the installed snippet; util-linux: setpriv;
     # strace: the system calls the server makes, against the unit's SystemCallFilter;
     # prometheus: promtool checks the /metrics exposition (test_metrics.py); pebble: the test
-    # ACME CA (test_acme.py); python3-pytest runs the integration tests, two files at a time
+    # ACME CA (test_acme.py); hugo: builds the static site served end to end
+    # (test_site_hugo.py); python3-pytest runs the integration tests, two files at a time
     # (python3-pytest-xdist), each test bounded (python3-pytest-timeout); perl's prove runs
     # the unit tests (TAP).
     test) pkgs="$pkgs python3 openssl curl wrk procps nginx-light lighttpd chromium testssl.sh
                 python3-brotli python3-zstandard systemd mandoc logrotate util-linux strace
-                prometheus pebble python3-pytest python3-pytest-xdist python3-pytest-timeout
-                perl" ;;
+                prometheus pebble hugo python3-pytest python3-pytest-xdist
+                python3-pytest-timeout perl" ;;
     fuzz) pkgs="$pkgs clang libclang-rt-dev llvm" ;;
     analyze) pkgs="$pkgs cppcheck" ;;
     package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace

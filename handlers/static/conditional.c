@@ -53,6 +53,8 @@ static int send_not_modified(struct exchange *ex, const struct fc_entry *e)
     if (e->dict) /* the stored response's headers are refreshed from the 304's */
         RESP_HEADER(&r, "Use-As-Dictionary", e->dict->header, e->dict->header_len);
     static_add_location_headers(&r, ex->loc);
+    if (e->auto_cache_control)
+        RESP_HEADER_STR(&r, "Cache-Control", e->auto_cache_control);
     static_add_expires(&r, ex->loc);
     return ex_send(ex, &r, NULL, 0);
 }

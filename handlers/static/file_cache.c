@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "log/log.h"
 #include "static/mime.h"
 #include "conf/site.h"
+#include "static/cache_policy.h"
 #include "static/static_conf.h"
 
 #define FC_SHARDS 64
@@ -229,6 +231,29 @@ static void make_etag(struct fc_entry *e, const char *encoding)
                                    encoding ? "-" : "", encoding ? encoding : "");
 }
 
+/* `cache_policy auto`'s Cache-Control for entry `e`, or NULL: none when the location says
+ * anything about caching itself (cache_control, expires, an add_header Cache-Control or
+ * Expires) — an explicit setting always wins. */
+static const char *auto_cache_control(const struct fc_entry *e, const char *type)
+{
+    const struct loc_conf *lc = e->loc;
+    const struct static_conf *sc = static_conf(lc);
+    if (sc->cache_policy != 1 || sc->cache_control[0] || sc->expires >= 0)
+        return NULL;
+    for (int i = 0; i < lc->nheaders; i++)
+        if (!strcasecmp(lc->headers[i].name, "Cache-Control") ||
+            !strcasecmp(lc->headers[i].name, "Expires"))
+            return NULL;
+    switch (cache_classify(e->path, e->path_len, type)) {
+    case CACHE_IMMUTABLE:
+        return CACHE_IMMUTABLE_VALUE;
+    case CACHE_REVALIDATE:
+        return CACHE_REVALIDATE_VALUE;
+    default:
+        return NULL;
+    }
+}
+
 /* The header block of a FC_FILE entry whose etag, last_modified and st are set: everything of
  * a 200's head but the status line, Server, Date and Connection. Returns 0 or -ENOMEM. */
 static int build_headers(struct fc_entry *e, const char *type, const char *encoding, bool vary)
@@ -261,9 +286,11 @@ static int build_headers(struct fc_entry *e, const char *type, const char *encod
         append(&h, &len, &cap, e->dict->header, e->dict->header_len);
         APPEND_LIT(&h, &len, &cap, "\r\n");
     }
-    if (sc->cache_control[0]) {
+    e->auto_cache_control = sc->cache_control[0] ? NULL : auto_cache_control(e, type);
+    const char *cc = sc->cache_control[0] ? sc->cache_control : e->auto_cache_control;
+    if (cc) {
         APPEND_LIT(&h, &len, &cap, "Cache-Control: ");
-        append(&h, &len, &cap, sc->cache_control, strlen(sc->cache_control));
+        append(&h, &len, &cap, cc, strlen(cc));
         APPEND_LIT(&h, &len, &cap, "\r\n");
     }
     for (int i = 0; i < lc->nheaders; i++) {

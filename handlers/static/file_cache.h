@@ -82,6 +82,8 @@ struct fc_entry {
     struct fc_entry *variant[CODING_COUNT]; /* precompressed representations (FC_FILE entries) */
     bool has_variants;
     bool vary;                      /* responses carry Vary: Accept-Encoding */
+    const char *auto_cache_control; /* cache_policy auto's Cache-Control (static), or NULL:
+                                     * in `headers`, and for a 304 (conditional.c) */
     bool compressible;              /* on-the-fly variants may be made (variants.c) */
     bool unsettled;                 /* the file kept changing while the entry was made: its
                                      * stat is only the latest seen, so no request trusts it

@@ -138,6 +138,40 @@ static int d_default_type(const struct directive *d, const struct dir_ctx *x, ch
     return directive_set_str(&blk(d, x)->default_type, v) < 0 ? directive_oom(x) : 0;
 }
 
+/* clean_urls on|off|redirect */
+static int d_clean_urls(const struct directive *d, const struct dir_ctx *x, char **args,
+                        int nargs)
+{
+    (void)nargs;
+    static const char *const words[] = { "off", "on", "redirect", NULL };
+    _Static_assert(CLEAN_OFF == 0 && CLEAN_ON == 1 && CLEAN_REDIRECT == 2,
+                   "the words follow enum clean_urls");
+    int v = directive_one_of(d, x, args[0], words, "on, off or redirect");
+    return v < 0 ? -1 : (blk(d, x)->clean_urls = v, 0);
+}
+
+/* trailing_slash keep|add|remove */
+static int d_trailing_slash(const struct directive *d, const struct dir_ctx *x, char **args,
+                            int nargs)
+{
+    (void)nargs;
+    static const char *const words[] = { "keep", "add", "remove", NULL };
+    _Static_assert(SLASH_KEEP == 0 && SLASH_ADD == 1 && SLASH_REMOVE == 2,
+                   "the words follow enum trailing_slash");
+    int v = directive_one_of(d, x, args[0], words, "keep, add or remove");
+    return v < 0 ? -1 : (blk(d, x)->trailing_slash = v, 0);
+}
+
+/* cache_policy auto|off */
+static int d_cache_policy(const struct directive *d, const struct dir_ctx *x, char **args,
+                          int nargs)
+{
+    (void)nargs;
+    static const char *const words[] = { "off", "auto", NULL };
+    int v = directive_one_of(d, x, args[0], words, "auto or off");
+    return v < 0 ? -1 : (blk(d, x)->cache_policy = v, 0);
+}
+
 #define LOC(field) offsetof(struct static_conf, field)
 #define ONE DIRECTIVE_ONE
 
@@ -153,6 +187,9 @@ static const struct directive static_directives[] = {
     { "expires", IN_ANY, ONE, d_expires, 0, 0, 0, 0, 0 },
     { "error_page", IN_ANY, 2, 0, "STATUS... /PATH", d_error_page, 0, 0, 0, 0, 0 },
     { "default_type", IN_ANY, ONE, d_default_type, 0, 0, 0, 0, 0 },
+    { "clean_urls", IN_ANY, ONE, d_clean_urls, 0, 0, 0, 0, 0 },
+    { "trailing_slash", IN_ANY, ONE, d_trailing_slash, 0, 0, 0, 0, 0 },
+    { "cache_policy", IN_ANY, ONE, d_cache_policy, 0, 0, 0, 0, 0 },
 };
 
 /* ---- the block's life ------------------------------------------------------------------------ */
@@ -164,6 +201,7 @@ static void loc_init(void *b)
     sl->listing = sl->hidden_files = sl->symlinks = sl->precompressed = sl->etag = -1;
     sl->expires = -2;
     sl->nerror_pages = -1;
+    sl->clean_urls = sl->trailing_slash = sl->cache_policy = -1;
 }
 
 static void loc_defaults(void *b)
@@ -182,6 +220,9 @@ static void loc_defaults(void *b)
     sl->expires = -1;
     sl->nerror_pages = 0;
     sl->default_type = d_type;
+    sl->clean_urls = CLEAN_ON;        /* GitHub Pages: /about finds about.html */
+    sl->trailing_slash = SLASH_KEEP;  /* and /dir answers 301 to /dir/, as before */
+    sl->cache_policy = 1;
 }
 
 /* *mine, or else a copy of `parent`. 0, or -1 when out of memory. */
@@ -222,9 +263,11 @@ static int loc_merge(void *b, const void *parent)
         memcpy(sl->index, p->index, sizeof(sl->index));
         sl->nindex = p->nindex;
     }
-    int *const mine[] = { &sl->listing, &sl->hidden_files, &sl->symlinks, &sl->precompressed,
-                          &sl->etag };
-    const int theirs[] = { p->listing, p->hidden_files, p->symlinks, p->precompressed, p->etag };
+    int *const mine[] = { &sl->listing,    &sl->hidden_files,   &sl->symlinks,
+                          &sl->precompressed, &sl->etag,       &sl->clean_urls,
+                          &sl->trailing_slash, &sl->cache_policy };
+    const int theirs[] = { p->listing,    p->hidden_files,   p->symlinks,    p->precompressed,
+                           p->etag,       p->clean_urls,     p->trailing_slash, p->cache_policy };
     for (size_t i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++)
         if (*mine[i] < 0)
             *mine[i] = theirs[i];

@@ -1,6 +1,6 @@
 /* static_conf.h — the static file handler's settings: its directives (index, directory_listing,
  * hidden_files, follow_symlinks, precompressed, etag, spa_fallback, cache_control, expires,
- * error_page, default_type) and its block in every location (conf/handler_conf.h), inherited
+ * error_page, default_type, clean_urls, trailing_slash, cache_policy) and its block in every location (conf/handler_conf.h), inherited
  * location <- site <- top level <- the defaults here. */
 #ifndef LF_STATIC_CONF_H
 #define LF_STATIC_CONF_H
@@ -12,6 +12,12 @@
 #define STATIC_MAX_INDEX 8
 
 enum symlinks_policy { SYMLINKS_OFF = 0, SYMLINKS_INSIDE = 1, SYMLINKS_ANY = 2 };
+/* clean_urls: off; on (a path also finds PATH.html and PATH/index.html); redirect (on, and
+ * /x.html and /x/index.html answer 301 to their clean URL, as Cloudflare Pages does). */
+enum clean_urls { CLEAN_OFF = 0, CLEAN_ON = 1, CLEAN_REDIRECT = 2 };
+/* trailing_slash: keep (a directory's URL gets its slash, nothing else moves), add (every
+ * clean URL ends in '/'), remove (no clean URL ends in '/'). */
+enum trailing_slash { SLASH_KEEP = 0, SLASH_ADD = 1, SLASH_REMOVE = 2 };
 
 struct error_page {
     int status;
@@ -33,6 +39,9 @@ struct static_conf {
     struct error_page *error_pages;
     int nerror_pages;
     char *default_type;
+    int clean_urls;           /* enum clean_urls */
+    int trailing_slash;       /* enum trailing_slash */
+    int cache_policy;         /* 1: auto (cache_policy.h); 0: off */
 };
 
 extern const struct handler_conf_ops static_conf_ops;

@@ -256,18 +256,20 @@ static void resp_add_encoded_path(struct response *r, const char *path, size_t l
     }
 }
 
-/* 301 to the directory URL with a trailing slash. The Location is relative (path and query
- * only), so a server behind a proxy never leaks its own host and port; it is built from the
- * normalised path, so "//evil.example" can never become a protocol-relative redirect. */
-static int redirect_to_dir(struct exchange *ex)
+/* 301 to `path` (`slash`: with a '/' appended) and the request's query. The Location is
+ * relative (path and query only), so a server behind a proxy never leaks its own host and
+ * port; it is built from the normalised path, so "//evil.example" can never become a
+ * protocol-relative redirect. */
+static int redirect_to(struct exchange *ex, const char *path, size_t len, bool slash)
 {
     const struct http_request *req = ex->req;
     char head[RESP_HEAD_MAX];
     struct response r;
     resp_begin(&r, head, sizeof(head), 301, ex->date);
     RESP_LIT(&r, "Location: ");
-    resp_add_encoded_path(&r, ex->path, ex->path_len);
-    RESP_LIT(&r, "/");
+    resp_add_encoded_path(&r, path, len);
+    if (slash)
+        RESP_LIT(&r, "/");
     if (req->query.ptr) {
         RESP_LIT(&r, "?");
         resp_add(&r, req->query.ptr, req->query.len);
@@ -277,6 +279,12 @@ static int redirect_to_dir(struct exchange *ex)
     char page[256];
     size_t n = http_error_page(301, page, sizeof(page));
     return ex_send(ex, &r, page, n);
+}
+
+/* 301 to the directory URL with a trailing slash. */
+static int redirect_to_dir(struct exchange *ex)
+{
+    return redirect_to(ex, ex->path, ex->path_len, true);
 }
 
 /* ---- the handler ----------------------------------------------------------------------------- */
@@ -296,6 +304,23 @@ static int answer_entry(struct static_files *sf, struct exchange *ex, struct fc_
     default:
         return ex_error(ex, ex_status_for_errno(e->err));
     }
+}
+
+/* Single-page application: an unknown path a person navigates to gets the app's entry page,
+ * which routes it in the browser; anything else (a script, a style, an image, a fetch) gets
+ * 404, so that a deploy that removed an asset fails loudly instead of feeding HTML to a
+ * <script>. Both answers depend on the request's fetch metadata, and say so. */
+static int spa_fallback(struct static_files *sf, struct exchange *ex, const char *page)
+{
+    ex->vary |= EX_VARY_FETCH;
+    if (!static_is_navigation(ex))
+        return ex_error(ex, 404);
+    struct fc_entry *e = fc_get(sf->fc, ex->loc, page, strlen(page));
+    if (!e)
+        return ex_error(ex, 503);
+    int rc = e->kind == FC_FILE ? serve_file(sf, ex, e) : ex_error(ex, 404);
+    fc_release(e);
+    return rc;
 }
 
 static int static_handle(void *inst, struct exchange *ex)
@@ -318,20 +343,16 @@ static int static_handle(void *inst, struct exchange *ex)
     if (!sc->hidden_files && !ex->path_plain && path_has_hidden_segment(ex->path, ex->path_len))
         return ex_error(ex, 404);
 
-    struct fc_entry *e = fc_get(sf->fc, lc, ex->path, ex->path_len);
+    struct static_route rt;
+    struct fc_entry *e = static_route(sf, ex, &rt);
+    if (!e && rt.to_len)
+        return redirect_to(ex, rt.to, rt.to_len, rt.to_slash);
     if (!e)
         return ex_error(ex, 503);
     if (e->kind == FC_MISSING && ex_status_for_errno(e->err) == 404 && sc->spa_fallback[0] &&
         strcmp(ex->path, sc->spa_fallback)) {
-        /* Single-page application: unknown paths get the app's entry page. */
         fc_release(e);
-        e = fc_get(sf->fc, lc, sc->spa_fallback, strlen(sc->spa_fallback));
-        if (!e)
-            return ex_error(ex, 503);
-        if (e->kind != FC_FILE) {
-            fc_release(e);
-            return ex_error(ex, 404);
-        }
+        return spa_fallback(sf, ex, sc->spa_fallback);
     }
     int rc = answer_entry(sf, ex, e);
     fc_release(e);

@@ -4,6 +4,9 @@
 #define LF_STATIC_FILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "exchange/exchange.h"
 
 struct exchange;
 struct fc_entry;
@@ -29,6 +32,21 @@ void static_add_location_headers(struct response *r, const struct loc_conf *lc);
  * acceptable (406). */
 struct fc_entry *static_representation(struct static_files *sf, struct exchange *ex,
                                       struct fc_entry *e, bool *otf);
+
+/* Where a request leads under clean_urls and trailing_slash (clean_urls.c): an entry to answer
+ * with, or a redirect to the canonical URL. */
+struct static_route {
+    size_t to_len;              /* > 0: answer 301 to to[0..to_len) and the query */
+    bool to_slash;              /* with a '/' after it */
+    char to[EX_PATH_MAX + 8];
+};
+/* The entry for ex->path (held: fc_release it), or NULL with `rt->to_len` set for a redirect,
+ * or NULL with to_len 0 when out of memory. */
+struct fc_entry *static_route(struct static_files *sf, struct exchange *ex,
+                              struct static_route *rt);
+/* Is the request a navigation — a page a person asked for — rather than a fetch of a script,
+ * a style or data (clean_urls.c)? The SPA fallback answers navigations only. */
+bool static_is_navigation(const struct exchange *ex);
 
 /* An HTML (or JSON, for Accept: application/json) listing of the directory ex->path, written
  * into an anonymous file and sent from it (listing.c). */

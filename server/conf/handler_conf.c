@@ -92,6 +92,15 @@ int conf_loc_merge(struct loc_conf *lc, const struct loc_conf *parent)
     return 0;
 }
 
+int conf_loc_check(const struct loc_conf *lc)
+{
+    for (unsigned i = 0; i < ntypes; i++)
+        if (lc->handler_conf[i] && types[i]->loc_check &&
+            types[i]->loc_check(lc->handler_conf[i]) < 0)
+            return -1;
+    return 0;
+}
+
 void conf_loc_admin(struct loc_conf *lc)
 {
     for (unsigned i = 0; i < ntypes; i++)

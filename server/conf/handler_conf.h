@@ -38,6 +38,9 @@ struct handler_conf_ops {
     void (*loc_init)(void *blk);
     void (*loc_defaults)(void *blk);
     int (*loc_merge)(void *blk, const void *parent);
+    /* check (optional): a mistake only the complete settings show (one block's value with
+     * another's it inherits); 0, or -1 after printing "FILE:LINE: reason". */
+    int (*loc_check)(const void *blk);
     void (*loc_admin)(void *blk);
     void (*loc_free)(void *blk);
 
@@ -66,12 +69,14 @@ void conf_directive_tables(void (*fn)(const struct directive *table, size_t n, v
 
 /* For site.c and config.c: a location's blocks (init: allocate and set unset; 0 or -1 out of
  * memory, nothing left allocated), the built-in defaults (into initialised blocks, freed with
- * conf_loc_defaults_free), inheritance, the admin site's settings, freeing; a configuration's
+ * conf_loc_defaults_free), inheritance, the check of the complete settings, the admin site's
+ * settings, freeing; a configuration's
  * process-wide blocks, and the types' finish(). */
 int conf_loc_init(struct loc_conf *lc);
 void conf_loc_defaults(struct loc_conf *lc);
 void conf_loc_defaults_free(struct loc_conf *lc);
 int conf_loc_merge(struct loc_conf *lc, const struct loc_conf *parent);
+int conf_loc_check(const struct loc_conf *lc);
 void conf_loc_admin(struct loc_conf *lc);
 void conf_loc_free(struct loc_conf *lc);
 int conf_top_init(struct config *cfg);

@@ -364,6 +364,8 @@ int site_set_check(const struct site_set *ss)
                      lc->auth_where ? lc->auth_where : "lfhttpd", lc->auth_realm);
                 return -1;
             }
+            if (conf_loc_check(lc) < 0)
+                return -1;
         }
     return 0;
 }

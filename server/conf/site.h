@@ -113,7 +113,7 @@ int site_add_builtin(struct site_set *ss, const char *prefix, const char *handle
  * out of memory (message printed; the set can still be freed). */
 int site_set_finish(struct site_set *ss);
 /* After site_set_finish: the mistakes only the complete settings show (auth_basic without
- * auth_basic_user_file). Prints "FILE:LINE: reason" and returns -1 on the first. */
+ * auth_basic_user_file; a registered block's loc_check). Prints "FILE:LINE: reason" and returns -1 on the first. */
 int site_set_check(const struct site_set *ss);
 
 /* Pick the site for a Host header value (may be empty). */

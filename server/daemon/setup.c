@@ -2,11 +2,13 @@
 #include "daemon/setup.h"
 
 #include <limits.h>
+#include <stdlib.h>
 
 #include <openssl/crypto.h>
 
 #include "conf/directives.h"
 #include "exchange/handler.h"
+#include "exchange/site_access.h"
 #include "net/tls.h"
 
 /* tls_session_ticket_key_file: checked where it is named, so that the error says FILE:LINE. */
@@ -20,6 +22,8 @@ static int ticket_key_file_check(const char *path, char *err, size_t errlen)
 
 void daemon_setup_conf(void)
 {
+    if (conf_register(&site_access_conf_ops) < 0)
+        abort(); /* more blocks than HANDLER_TYPES_MAX: a build mistake */
     handlers_register_conf();
     directive_set_check("tls_session_ticket_key_file", ticket_key_file_check);
 }

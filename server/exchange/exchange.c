@@ -23,6 +23,7 @@
 #include "base/hostport.h"
 #include "conn/client_limits.h"
 #include "exchange/handler.h"
+#include "exchange/site_access.h"
 #include "http/http_date.h"
 #include "log/metrics.h"
 #include "base/netaddr.h"
@@ -99,6 +100,8 @@ static void finish_head(struct exchange *ex, struct response *r, int64_t body_le
         size_t n = 8 + fmt_u64(v + 8, hsts);
         RESP_HEADER(r, "Strict-Transport-Security", v, n);
     }
+    if (ex->vary | ex->cors)
+        site_access_headers(ex, r);
     if (body_len >= 0 && !r->has_length && !http_status_has_no_body(r->status))
         resp_header_u64(r, "Content-Length", 14, (uint64_t)body_len);
     if (!ex->keep_alive)
@@ -634,8 +637,8 @@ static int check_limits(struct exchange *ex, const struct loc_conf *lc,
 }
 
 /* Pick the site and location (matching the decoded, normalised path, so "/assets/../secret"
- * cannot borrow the rules of /assets/), apply its limits, check its authentication, run its
- * handler — or, on a plain listener with tls_redirect_http, redirect to HTTPS. */
+ * cannot borrow the rules of /assets/), apply its limits, its allow/deny rules and CORS (a
+ * preflight is answered there), check its authentication, run its handler — or, on a plain listener with tls_redirect_http, redirect to HTTPS. */
 static int dispatch(struct exchange *ex, const struct request_ctx *rc,
                     uint32_t held[LIMIT_REQ_SLOTS])
 {
@@ -670,6 +673,8 @@ static int dispatch(struct exchange *ex, const struct request_ctx *rc,
     if (ex->admin && lc == &site->base)
         return ex_error(ex, 404); /* the admin port answers the built-ins only */
     if ((rc2 = check_limits(ex, lc, rc, held)) != 0)
+        return rc2 < 0 ? rc2 : 0;
+    if ((rc2 = site_access_check(ex)) != 0)
         return rc2 < 0 ? rc2 : 0;
     if (lc->auth_users &&
         !auth_check(lc->auth_users, HTTP_KNOWN(req, H_AUTHORIZATION), ex->user_buf,

@@ -74,6 +74,10 @@ struct exchange {
                              * for anyone: status_allow does not apply) */
     uint8_t mx_vhost;       /* the core's: its metrics labels (metrics.h) */
     uint8_t mx_method;
+    uint8_t vary;           /* EX_VARY_*: request fields the response depends
+                             * on beyond its handler's head; written as Vary with the head */
+    uint8_t cors;           /* the core's: EX_CORS_* for this request (site_access.h) */
+    uint16_t cors_origin;   /* with EX_CORS_ORIGIN: the allowed origin's index */
     uint64_t t0_ns;         /* the core's: when its head had been parsed (mx_now_ns) */
     size_t path_len;
     char *path;             /* the decoded, normalised request path (NUL-terminated), in a
@@ -82,6 +86,11 @@ struct exchange {
 };
 
 #define EX_PATH_MAX 4096
+
+/* Request fields a response depends on beyond its handler's own head (`vary`): the exchange
+ * writes them as Vary with the head. */
+#define EX_VARY_ORIGIN 1u     /* CORS with a list of origins (site_access.h) */
+#define EX_VARY_FETCH 2u      /* Sec-Fetch-Mode, Sec-Fetch-Dest, Accept: the SPA fallback */
 
 /* ---- answering at once ---------------------------------------------------------------------- */
 

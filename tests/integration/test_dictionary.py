@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 
+
+import pytest
+
 from lib import decode as _decode  # noqa: F401  (puts Debian's modules on the path)
 from lib.server import T, ConfServer, Server, get
 from lib.static import check_config, make_root
@@ -416,6 +419,7 @@ def _dump_dom(url, profile):
     return p.stdout.decode("utf-8", "replace")
 
 
+@pytest.mark.timeout(200)
 def test_chromium_reloads_the_new_release_as_dcz(tmpdir):
     # The page itself is revalidated on every load; the bundles are cached for an hour (what
     # makes Chromium keep a dictionary).
@@ -443,4 +447,3 @@ def test_chromium_reloads_the_new_release_as_dcz(tmpdir):
     assert browser and browser[-1]["content_encoding"] == "dcz", browser
 
 
-test_chromium_reloads_the_new_release_as_dcz.timeout = 200

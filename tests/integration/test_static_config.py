@@ -80,8 +80,10 @@ def test_cache_control_by_prefix_and_extension(tmpdir):
         assert abs(e - 600) < 60, (path, e)
     c, e = cc("/docs/guide.txt")
     assert c is None and e is None, (c, e)
+    # cache_control off drops the inherited value; the page is then HTML under the default
+    # cache_policy auto, which revalidates it (test_site_static.py has the policy's own tests).
     c, e = cc("/docs/")
-    assert c is None, c
+    assert c == "no-cache", c
     # Extension matching is case-insensitive and looks at the end of the path only.
     assert get(s, "/assets/app.js?x=.css").header("Cache-Control") != "max-age=600"
 
@@ -286,10 +288,14 @@ def test_options_and_405(tmpdir):
 
 # ---- single-page applications ----------------------------------------------------------------
 
+# The fallback answers navigations only (test_site_static.py tells them from other requests).
+NAVIGATE = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+
+
 def test_spa_fallback(tmpdir):
     s = _srv(tmpdir, "spa_fallback /index.html\n")
     for path in ["/dashboard", "/users/42/edit", "/deep/a/b/c?x=1", "/nope.html"]:
-        r = get(s, path)
+        r = get(s, path, headers=NAVIGATE)
         assert r.status == 200, (path, r.status)
         assert r.body == HOME, (path, r.body)
         assert r.header("Content-Type") == "text/html; charset=utf-8"
@@ -305,14 +311,14 @@ def test_spa_fallback(tmpdir):
 def test_spa_fallback_per_location(tmpdir):
     s = _srv(tmpdir, "location /app/ {\n    spa_fallback /app/index.html\n}\n",
              files={"app/index.html": b"<p>the app</p>\n"})
-    assert get(s, "/app/route/x").body == b"<p>the app</p>\n"
-    assert get(s, "/app/route/x").status == 200
-    assert get(s, "/elsewhere").status == 404
+    assert get(s, "/app/route/x", headers=NAVIGATE).body == b"<p>the app</p>\n"
+    assert get(s, "/app/route/x", headers=NAVIGATE).status == 200
+    assert get(s, "/elsewhere", headers=NAVIGATE).status == 404
 
 
 def test_spa_fallback_off_by_default(tmpdir):
     s = _srv(tmpdir, "# defaults\n")
-    assert get(s, "/dashboard").status == 404
+    assert get(s, "/dashboard", headers=NAVIGATE).status == 404
 
 
 # ---- directory redirects ---------------------------------------------------------------------

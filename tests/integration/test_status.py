@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from lib.browser import run_chromium
 from lib.server import ConfServer, Conn, SCALE, Server, T, concurrency, get, raw_bytes, req
 from lib.procs import status_json
 
@@ -183,29 +184,6 @@ def test_site_location_overrides_builtin(tmpdir):
     assert get(srv, "/healthz").status == 200
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser"):
-        p = shutil.which(name)
-        if p:
-            return p
-    raise AssertionError("chromium not installed (tools/deps.sh installs Debian's chromium)")
-
-
-def _run_chromium(url, profile, extra):
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--no-first-run", "--disable-crash-reporter", "--user-data-dir=" + profile,
-           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-           "--window-size=1280,1100"] + extra + [url]
-    env = dict(os.environ, HOME=profile)
-    for k in list(env):
-        if k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
-            del env[k]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                       timeout=T(90))
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
 # Two runs of a browser, each bounded by its own T(90): on a loaded machine they need more
 # than the default minute between them (scaled for sanitizer builds like the default).
 @pytest.mark.timeout(200)
@@ -216,7 +194,7 @@ def test_status_page_in_headless_chromium(tmpdir):
     url = "http://127.0.0.1:%d/server-status" % srv.port
     shot = os.path.join(tmpdir, "server-status.png")
     profile = tempfile.mkdtemp(prefix="chromium-", dir=tmpdir)
-    rc, out, err = _run_chromium(url, profile, ["--screenshot=" + shot])
+    rc, out, err = run_chromium(url, profile, ["--screenshot=" + shot])
     assert rc == 0, "chromium exited %d:\n%s" % (rc, err[-2000:])
     console = [l for l in err.splitlines() if "CONSOLE" in l]
     assert not console, "console messages:\n" + "\n".join(console)
@@ -225,7 +203,7 @@ def test_status_page_in_headless_chromium(tmpdir):
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10000, len(png)
     # The page's script ran and polled ?json more than once.
     profile = tempfile.mkdtemp(prefix="chromium-", dir=tmpdir)
-    rc, dom, err = _run_chromium(url, profile, ["--dump-dom"])
+    rc, dom, err = run_chromium(url, profile, ["--dump-dom"])
     assert rc == 0, err[-2000:]
     console = [l for l in err.splitlines() if "CONSOLE" in l]
     assert not console, "console messages:\n" + "\n".join(console)
