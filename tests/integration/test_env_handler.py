@@ -8,15 +8,14 @@ errors at their line; a reload recomputes the body from the (unchanged) environm
 import html
 import json
 import os
-import shutil
 import signal
-import subprocess
 import tempfile
 
 import pytest
 
+from lib.browser import run_chromium
 from lib.ops import run_lfhttpd, write_file
-from lib.server import ConfServer, T, get, raw, req, wait_until
+from lib.server import ConfServer, get, raw, req, wait_until
 
 CONF = ("root %s\n"
         "location /env.js {\n    handler env js\n    env_expose LF_API_URL LF_FEATURE\n"
@@ -134,20 +133,10 @@ def test_configuration_errors_name_their_line(tmpdir):
 
 
 def _dump_dom(url, tmpdir):
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "chromium not installed (tools/deps.sh installs Debian's chromium)"
-    profile = tempfile.mkdtemp(prefix="chromium-", dir=tmpdir)
-    env = {k: v for k, v in os.environ.items()
-           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-    env["HOME"] = profile
-    p = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                        "--disable-background-networking", "--disable-component-update",
-                        "--disable-sync", "--disable-crash-reporter",
-                        "--user-data-dir=" + profile, "--virtual-time-budget=5000",
-                        "--dump-dom", url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=env, timeout=T(90))
-    assert p.returncode == 0, p.stderr[-2000:]
-    return p.stdout.decode("utf-8")
+    rc, dom, err = run_chromium(url, tempfile.mkdtemp(prefix="chromium-", dir=tmpdir),
+                                ["--dump-dom"])
+    assert rc == 0, "chromium exited %d:\n%s" % (rc, err[-2000:])
+    return dom
 
 
 @pytest.mark.timeout(200)
