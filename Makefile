@@ -37,7 +37,8 @@
 #   make arm64-image-test     the container image for linux/arm64 (podman build --platform),
 #                             run under qemu-user (tests/cross/image.sh; as root)
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
-#                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run): docs/PERFORMANCE.md
+#                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run), then what dcz
+#                             saves on a real release (bench/dictionary.py; npm): PERFORMANCE.md
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -270,6 +271,7 @@ $(BUILD)/fault/libfault.so: tests/fault/fault.c
 
 bench: all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py
+	python3 bench/dictionary.py
 
 # ---- Installing -------------------------------------------------------------------------------
 # The paths written into the installed configuration, units, logrotate snippet and man pages.

@@ -16,6 +16,10 @@ Phases (BENCH_PHASES, default all, in this order):
               a warm-up), heap allocation calls per request, top functions by own cost.
   idle        user-space memory per idle keep-alive connection: RSS growth of the server's
               processes with BENCH_IDLE_CONNS connections that each made one request.
+  rules       lfhttpd with site rules (2,000 exact and prefix redirects, 100 pattern rules, 20
+              of them beginning with a wildcard; none matches the file) against lfhttpd without:
+              req/s of the 1 KiB file (interleaved rounds; the ratio) and instructions per
+              request by callgrind (the growth). Targets: ratio >= 0.97, growth < 5 %.
   strategies  lfhttpd alone, one instance per concurrency strategy (BENCH_STRATEGIES, default
               leader-followers, half-sync-half-async, reuseport, leader-followers-edge; same
               thread count), interleaved
@@ -76,7 +80,8 @@ TLS_MODE = os.environ.get("BENCH_TLS", "auto")  # auto | 0 | peers (peers even w
 VARIANTS = {"lfhttpd-" + v.split(":", 1)[0].strip(): v.split(":", 1)[1].split("|")
             for v in os.environ.get("BENCH_VARIANTS", "").split(";") if ":" in v}
 LFHTTPD_EXTRA = []  # configuration lines this build needs (see main)
-PHASES = [p for p in os.environ.get("BENCH_PHASES", "throughput,strace,callgrind,idle,strategies")
+PHASES = [p for p in os.environ.get("BENCH_PHASES",
+                                    "throughput,strace,callgrind,idle,rules,strategies")
           .split(",") if p]
 # the strategies phase: lfhttpd's concurrency strategies side by side
 STRATEGIES = [s.strip() for s in os.environ.get(
@@ -869,6 +874,69 @@ def callgrind_run(name, requests, workload="keepalive", tls=None):
     return prof
 
 
+# ---- site rules: a site with the rule engine's full load against the same site without ------------
+
+RULES_ROUNDS = env_int("BENCH_RULES_ROUNDS", ROUNDS)
+
+
+def rules_lines():
+    """2,000 exact and prefix redirects and 100 pattern rules (the bounds of one set): 80
+    placeholders under a literal first segment, 20 beginning with `**` (the rules every path
+    is tried against). None matches /1k.html: the cost is what every other request pays."""
+    lines = [f"redirect /old/page-{i}.html /new/page-{i}.html" for i in range(1500)]
+    lines += [f"redirect /legacy-{i}/* /archive/{i}/:splat 302" for i in range(500)]
+    lines += [f"redirect /blog-{i}/:year/:slug /posts/{i}/:year-:slug 302" for i in range(80)]
+    lines += [f'redirect "/**/retired-{i}.php" /gone/{i} 302' for i in range(20)]
+    return lines
+
+
+def rules_phase():
+    VARIANTS["lfhttpd-rules"] = rules_lines()
+    names = ("lfhttpd", "lfhttpd-rules")
+    servers = {}
+    try:
+        for n in names:
+            servers[n] = Server(n, THREADS).start()
+        for path, want in (("/old/page-7.html", 301), ("/legacy-9/a/b", 302),
+                           ("/blog-3/2024/x", 302), ("/a/b/retired-5.php", 302)):
+            got = http_get(servers["lfhttpd-rules"].port, path)[0]
+            if got != want:
+                raise RuntimeError(f"lfhttpd-rules: GET {path} gave {got}, want {want}")
+        raw = throughput(servers, [SCENARIOS[0]], RULES_ROUNDS, DURATION, "rules")
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    summ = {n: summarize(rs, "rps") for n, rs in raw[SCENARIOS[0].key].items()}
+    out = {"throughput": summ,
+           "ratio": summ["lfhttpd-rules"]["median"] / summ["lfhttpd"]["median"],
+           "callgrind": {}}
+    for n in names:
+        out["callgrind"][n] = callgrind_run(n, CG_REQUESTS)
+        log(f"  {n:14} {out['callgrind'][n]['ir_per_req']:9,.0f} instr/req  "
+            f"{out['callgrind'][n]['alloc_per_req']:.3f} allocs/req")
+    cg = out["callgrind"]
+    out["ir_growth"] = cg["lfhttpd-rules"]["ir_per_req"] / cg["lfhttpd"]["ir_per_req"] - 1
+    log(f"  rules: req/s ratio {out['ratio']:.3f} (target >= 0.97), instructions "
+        f"{out['ir_growth'] * 100:+.2f} % (target < 5 %)")
+    return out
+
+
+def table_rules(r):
+    th, cg = r["throughput"], r["callgrind"]
+    L = ["## Site rules: 2,000 exact/prefix and 100 pattern redirects vs none", "",
+         "The 1 KiB file, keep-alive, 64 connections; no rule matches it.", "",
+         "| | req/s (median, min – max) | other load (cores) | instr/req | allocs/req |",
+         "|---|---|---|---|---|"]
+    for n in ("lfhttpd", "lfhttpd-rules"):
+        t, c = th[n], cg.get(n, {})
+        L.append(f"| {n} | {t['median']:,.0f} ({t['min']:,.0f} – {t['max']:,.0f}) | "
+                 f"{t['foreign_cores']:.2f} | {c.get('ir_per_req', 0):,.0f} | "
+                 f"{c.get('alloc_per_req', 0):.3f} |")
+    L += ["", f"req/s ratio {r['ratio']:.3f} (target >= 0.97); instructions per request "
+          f"{r['ir_growth'] * 100:+.2f} % (target < 5 %)."]
+    return L
+
+
 # ---- idle connections ---------------------------------------------------------------------------
 
 def open_idle(port, count, batch=1000, timeout=60.0):
@@ -1414,6 +1482,8 @@ def write_report(info, results, notes):
             summ = results[key].get(sc.key)
             if summ:
                 L += table_throughput(sc, summ) + [""]
+    if "rules" in results:
+        L += table_rules(results["rules"]) + [""]
     for key, sc in STRACE_SCENARIOS:
         if key not in results:
             continue
@@ -1664,6 +1734,14 @@ def main():
             log(f"== idle keep-alive connections ({IDLE_CONNS:,} per server)")
             per_server("idle", names, lambda n: idle_run(n, IDLE_CONNS),
                        lambda m: f"{m['bytes_per_conn']:8,.0f} bytes/conn ({m['conns']:,} answered)")
+        if "rules" in PHASES:
+            log(f"== site rules: 2,100 rules vs none ({RULES_ROUNDS} rounds × {DURATION} s, "
+                f"callgrind {CG_REQUESTS:,} requests)")
+            try:
+                results["rules"] = rules_phase()
+            except Exception as e:  # keep what the other phases measured
+                errors.append(f"rules: {e}")
+                log(f"  rules: FAILED: {e}")
         if "strategies" in PHASES:
             try:
                 results["strategies"], results["strategies_raw"] = strategies_phase(notes)

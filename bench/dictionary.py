@@ -43,8 +43,13 @@ def fetch(package, version, workdir):
     base = package.split("/")[-1]
     tgz = os.path.join(workdir, f"{base}-{version}.tgz")
     if not os.path.exists(tgz):
-        subprocess.run(["npm", "pack", f"{package}@{version}", "--silent",
-                        "--pack-destination", workdir], check=True, stdout=subprocess.DEVNULL)
+        try:
+            subprocess.run(["npm", "pack", f"{package}@{version}", "--silent",
+                            "--pack-destination", workdir], check=True,
+                           stdout=subprocess.DEVNULL, timeout=300)
+        except (OSError, subprocess.SubprocessError) as e:
+            sys.exit(f"dictionary.py: cannot fetch {package}@{version} with npm pack ({e}); "
+                     "the releases are needed once, then kept in build/dictionary/")
     dest = os.path.join(workdir, f"{base}-{version}")
     if not os.path.isdir(dest):
         with tarfile.open(tgz) as t:

@@ -4,7 +4,8 @@
 #   build  compile build/lfhttpd (make, make run)
 #   test   run the test suite (make test): the clients and the reference servers it talks to
 #   fuzz   the libFuzzer harnesses (make fuzz): clang with libFuzzer and the sanitizer runtimes
-#   bench  the benchmark (make bench): the peers and the profilers
+#   bench  the benchmark (make bench): the peers and the profilers; the decoders that check
+#          bench/dictionary.py's encodings (its releases come through the machine's npm)
 #   analyze  static analysis (make analyze): cppcheck
 #   arm64  the arm64 cross build and its tests under qemu-user (make arm64-test)
 #   package  the Debian package (make package): debhelper, lintian and debian/control's
@@ -48,7 +49,8 @@ for set in "$@"; do
     package) pkgs="$pkgs dpkg-dev debhelper lintian git curl logrotate mandoc openssl procps strace
                    systemd" ;;
     bench) pkgs="$pkgs openssl python3 curl procps wrk nginx-light h2o lighttpd
-                 lighttpd-mod-openssl lighttpd-mod-deflate libjs-jquery valgrind strace" ;;
+                 lighttpd-mod-openssl lighttpd-mod-deflate libjs-jquery valgrind strace
+                 python3-brotli python3-zstandard" ;;
     # arm64: the cross compiler, arm64's libraries through Debian's multiarch (dpkg's arm64
     # architecture is added first, below), and qemu-user-static to run what it builds here.
     arm64) pkgs="$pkgs crossbuild-essential-arm64 qemu-user-static node-llhttp curl openssl

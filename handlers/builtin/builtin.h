@@ -26,7 +26,5 @@ struct server_snapshot {
 
 void server_snapshot(struct server *srv, const struct runtime *rt, struct server_snapshot *s);
 
-/* Add the location's `add_header` lines (and nothing else) to a response head. */
-void builtin_add_location_headers(struct response *r, const struct exchange *ex);
 
 #endif

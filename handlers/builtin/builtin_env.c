@@ -224,7 +224,7 @@ static int env_handle(void *inst, struct exchange *ex)
         RESP_HEADER_STR(&r, "Content-Type", in->type);
     RESP_HEADER(&r, "ETag", in->etag, ENV_ETAG_LEN);
     RESP_LIT(&r, "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n");
-    builtin_add_location_headers(&r, ex);
+    ex_add_location_headers(&r, ex->loc);
     return ex_send(ex, &r, fresh ? NULL : in->body, fresh ? 0 : in->len);
 }
 

@@ -41,14 +41,6 @@ void server_snapshot(struct server *srv, const struct runtime *rt, struct server
     s->threads_reason = rt->cfg.threads_reason;
 }
 
-void builtin_add_location_headers(struct response *r, const struct exchange *ex)
-{
-    const struct loc_conf *lc = ex->loc;
-    for (int i = 0; i < lc->nheaders; i++)
-        resp_header(r, lc->headers[i].name, lc->headers[i].name_len, lc->headers[i].value,
-                    lc->headers[i].value_len);
-}
-
 /* ---- common --------------------------------------------------------------------------------- */
 
 static void *builtin_create(const struct handler_env *env, const struct loc_conf *lc, char *err,
@@ -110,7 +102,7 @@ static int send_text(struct exchange *ex, int status, const char *type, const ch
     resp_begin(&r, head, sizeof(head), status, ex->date);
     RESP_HEADER_STR(&r, "Content-Type", type);
     resp_add(&r, "Cache-Control: no-store\r\n", 25);
-    builtin_add_location_headers(&r, ex);
+    ex_add_location_headers(&r, ex->loc);
     return ex_send(ex, &r, body, len);
 }
 
@@ -254,7 +246,7 @@ static int status_handle(void *inst, struct exchange *ex)
         ADD_LIT(&r, "Content-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n");
         ADD_LIT(&r, "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; "
                     "style-src 'unsafe-inline'; connect-src 'self'; img-src data:\r\n");
-        builtin_add_location_headers(&r, ex);
+        ex_add_location_headers(&r, ex->loc);
         return ex_send(ex, &r, status_page_html, status_page_html_len);
     }
     struct server_snapshot s;
@@ -350,7 +342,7 @@ static int send_exposition(struct exchange *ex, const struct stats_writer *o)
     resp_begin(&r, head, sizeof(head), 200, ex->date);
     RESP_HEADER_STR(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     resp_add(&r, "Cache-Control: no-store\r\n", 25);
-    builtin_add_location_headers(&r, ex);
+    ex_add_location_headers(&r, ex->loc);
     return ex_send_file(ex, &r, fd, 0, o->len); /* takes fd */
 }
 

@@ -121,7 +121,7 @@ static void begin(struct exchange *ex, struct response *r, char *head, int statu
     if (type)
         RESP_HEADER_STR(r, "Content-Type", type);
     ADD_LIT(r, "Cache-Control: no-store\r\n");
-    builtin_add_location_headers(r, ex);
+    ex_add_location_headers(r, ex->loc);
 }
 
 static int send_json(struct exchange *ex, int status, const char *json, size_t len)
@@ -572,7 +572,7 @@ static int ep_headers(struct exchange *ex)
         ADD_LIT(&r, "Content-Type: application/json\r\n");
     if (!have_cache)
         ADD_LIT(&r, "Cache-Control: no-store\r\n");
-    builtin_add_location_headers(&r, ex);
+    ex_add_location_headers(&r, ex->loc);
     char body[8192];
     size_t pos = 1;
     body[0] = '{';

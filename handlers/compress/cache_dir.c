@@ -283,13 +283,3 @@ void compress_dir_put(struct compressor *cz, struct compress_dir *d)
         compress_dir_free(d);
 }
 
-void compress_dir_free(struct compress_dir *d)
-{
-    if (d->fd >= 0)
-        close(d->fd);
-    if (d->rfd >= 0)
-        close(d->rfd);
-    dict_store_close(atomic_load(&d->dicts));
-    pthread_mutex_destroy(&d->lock);
-    free(d);
-}

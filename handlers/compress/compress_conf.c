@@ -112,8 +112,8 @@ static int dictionary_options(const struct directive *d, const struct dir_ctx *x
             seen_dest = true;
             for (char *tok = strtok(a + 11, ","); tok; tok = strtok(NULL, ",")) {
                 if (*ndests == DICT_DESTS_MAX) {
-                    fprintf(stderr, "%s: %s: at most %d destinations in match-dest\n",
-                            x->where, d->name, DICT_DESTS_MAX);
+                    diag("%s: %s: at most %d destinations in match-dest\n",
+                         x->where, d->name, DICT_DESTS_MAX);
                     return -1;
                 }
                 dests[(*ndests)++] = tok;
@@ -121,8 +121,8 @@ static int dictionary_options(const struct directive *d, const struct dir_ctx *x
         } else if (!strncmp(a, "id=", 3) && !*id && a[3]) {
             *id = a + 3;
         } else {
-            fprintf(stderr, "%s: %s: '%s' is not an option (match-dest=DEST[,DEST...] or "
-                            "id=NAME, each once)\n", x->where, d->name, a);
+            diag("%s: %s: '%s' is not an option (match-dest=DEST[,DEST...] or "
+                 "id=NAME, each once)\n", x->where, d->name, a);
             return -1;
         }
     }
@@ -142,8 +142,8 @@ static int d_dictionary(const struct directive *d, const struct dir_ctx *x, char
         return 0;
     }
     if (cl->ndicts >= COMPRESS_DICTIONARIES_MAX) {
-        fprintf(stderr, "%s: at most %d %s patterns in one place\n", x->where,
-                COMPRESS_DICTIONARIES_MAX, d->name);
+        diag("%s: at most %d %s patterns in one place\n", x->where,
+             COMPRESS_DICTIONARIES_MAX, d->name);
         return -1;
     }
     const char *dests[DICT_DESTS_MAX], *id;
@@ -158,7 +158,7 @@ static int d_dictionary(const struct directive *d, const struct dir_ctx *x, char
     cl->ndicts = n;
     char err[512];
     if (dict_pattern_init(&nd[n], x->where, args[0], dests, ndests, id, err, sizeof(err)) < 0) {
-        fprintf(stderr, "%s\n", err);
+        diag("%s\n", err);
         return -1;
     }
     if (!cl->dicts_where && !(cl->dicts_where = strdup(x->where)))

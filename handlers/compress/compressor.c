@@ -142,6 +142,17 @@ void compress_get_stats(void *process, struct compress_stats *out)
     pthread_mutex_unlock(&cz->lock);
 }
 
+void compress_dir_free(struct compress_dir *d)
+{
+    if (d->fd >= 0)
+        close(d->fd);
+    if (d->rfd >= 0)
+        close(d->rfd);
+    dict_store_close(atomic_load(&d->dicts));
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
 void compress_release(void *process)
 {
     struct compressor *cz = process;

@@ -8,6 +8,7 @@
 #include "http/http_date.h"
 #include "static/file_cache.h"
 #include "static/static_conf.h"
+#include "static/headers.h"
 #include "static/static_file.h"
 
 bool etag_list_match(struct strview hdr, const char *etag, size_t etag_len, bool weak)

@@ -16,6 +16,7 @@
 #include "http/http_date.h"
 #include "static/file_cache.h"
 #include "static/static_conf.h"
+#include "static/headers.h"
 #include "static/static_file.h"
 
 struct dirent_info {

@@ -11,6 +11,7 @@
 
 #include "exchange/exchange.h"
 #include "static/file_cache.h"
+#include "static/headers.h"
 #include "static/static_file.h"
 
 int range_parse(struct strview hdr, uint64_t size, struct range *out)

@@ -31,6 +31,7 @@
 #include "static/conditional.h"
 #include "static/dict_variants.h"
 #include "static/file_cache.h"
+#include "static/headers.h"
 #include "static/range.h"
 #include "static/static_conf.h"
 #include "static/static_file.h"
@@ -139,26 +140,6 @@ static void static_destroy(void *inst)
 static void release_entry(void *ref)
 {
     fc_release(ref);
-}
-
-void static_add_expires(struct response *r, const struct loc_conf *lc)
-{
-    int64_t expires = static_conf(lc)->expires;
-    if (expires >= 0) {
-        char d[32];
-        http_date_format(time(NULL) + expires, d);
-        RESP_HEADER(r, "Expires", d, 29);
-    }
-}
-
-void static_add_location_headers(struct response *r, const struct loc_conf *lc)
-{
-    const char *cache_control = static_conf(lc)->cache_control;
-    if (cache_control[0])
-        RESP_HEADER_STR(r, "Cache-Control", cache_control);
-    for (int i = 0; i < lc->nheaders; i++)
-        resp_header(r, lc->headers[i].name, lc->headers[i].name_len, lc->headers[i].value,
-                    lc->headers[i].value_len);
 }
 
 /* A whole compressed representation goes out: count it, and what it saved, by coding. */

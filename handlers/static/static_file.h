@@ -22,11 +22,6 @@ struct static_files {
     struct otf_loc *cl;         /* NULL: no compression on the fly here */
 };
 
-/* Per-request headers: Expires (relative to now). */
-void static_add_expires(struct response *r, const struct loc_conf *lc);
-/* Location headers (add_header, Cache-Control) for answers not built from a cache entry. */
-void static_add_location_headers(struct response *r, const struct loc_conf *lc);
-
 /* Pick the representation of `e` (representation.c): a variant the client accepts (a sibling
  * the user made, else one compressed on the fly: *otf), or the file. NULL when none is
  * acceptable (406). */

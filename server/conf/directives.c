@@ -19,6 +19,7 @@
 
 #include "conf/config.h"
 #include "conf/handler_conf.h"
+#include "conf/site_rules.h"
 #include "lf/thread_pool.h"
 #include "log/diag.h"
 
@@ -734,6 +735,15 @@ static const struct directive directive_table[] = {
     { "handler", IN_ANY, 1, 2, "a type and an optional argument", d_handler, 0, 0, 0, 0, 0 },
     { "auth_basic", IN_ANY, ONE, d_realm, 0, 0, 0, 0, 0 },
     { "auth_basic_user_file", IN_ANY, ONE, d_user_file, 0, 0, 0, 0, 0 },
+    /* site rules (site_rules.h): patterns of the rule engine, in file order */
+    { "redirect", IN_ANY, 2, 3, "FROM TO [STATUS]", site_rules_redirect, 0, 0, 0, 0, 0 },
+    { "rewrite", IN_ANY, 2, 3, "FROM TO [force]", site_rules_redirect, 0, 0, 0, 0, 0 },
+    { "rule", IN_ANY, 2, 16, "a `_redirects` line: FROM [KEY=VALUE...] TO [STATUS[!]]",
+      site_rules_redirect, 0, 0, 0, 0, 0 },
+    { "header", IN_ANY, 3, 3, "a path pattern, a header name and one (quoted) value",
+      site_rules_header, 0, 0, 0, 0, 0 },
+    { "site_rules_files", IN_TOP | IN_SERVER, ONE, directive_onoff,
+      NUM(LOC(rules_files), F_INT, 0, 0, 0) },
 };
 static const size_t directive_count = sizeof(directive_table) / sizeof(directive_table[0]);
 

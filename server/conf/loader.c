@@ -582,7 +582,8 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
     if (site_add_builtins(&cfg->sites) < 0 || conf_finish(cfg) < 0 ||
         cli_certificates(cfg, cl) < 0)
         return CONFIG_ERROR;
-    if (site_set_finish(&cfg->sites) < 0 || site_set_check(&cfg->sites) < 0)
+    if (site_set_finish(&cfg->sites) < 0 || site_set_check(&cfg->sites) < 0 ||
+        site_rules_finish(&cfg->sites) < 0)
         return CONFIG_ERROR;
     if (cfg->nlisten == nadmin) { /* admin_listen alone does not replace the default listener */
         if (cfg->nlisten == CONFIG_MAX_LISTEN) {

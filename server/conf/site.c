@@ -12,6 +12,7 @@
 
 #include "base/hostport.h"
 #include "log/diag.h"
+#include "rules/rules.h"
 
 /* Running out of memory while building a configuration fails the start-up, or the reload
  * (which keeps the running configuration): never the process. Every function below leaves
@@ -40,6 +41,7 @@ int loc_conf_init(struct loc_conf *lc)
     lc->root_fd = -1;
     lc->limit_conn = -1;
     lc->limit_req_burst = -1;
+    lc->rules_files = -1;
     return conf_loc_init(lc);
 }
 
@@ -74,6 +76,7 @@ static void loc_conf_free(struct loc_conf *lc)
         free(lc->headers[i].value);
     }
     free(lc->headers);
+    site_rules_free(lc);
     conf_loc_free(lc);
 }
 
@@ -88,6 +91,10 @@ void site_set_free(struct site_set *ss)
         for (unsigned j = 0; j < s->nlocs; j++)
             loc_conf_free(&s->locs[j]);
         free(s->locs);
+        for (int k = 0; k < 2; k++) {
+            free(s->rules_path[k]);
+            rules_free(s->file_rules[k]);
+        }
     }
     free(ss->sites);
     memset(ss, 0, sizeof(*ss));
@@ -224,6 +231,7 @@ int site_add_builtin(struct site_set *ss, const char *prefix, const char *handle
         if (!lc || set_str(&lc->handler, handler) < 0 ||
             (arg && set_str(&lc->handler_arg, arg) < 0))
             return lc ? oom("built-in location") : -1;
+        lc->builtin = true; /* a site's rules (a catch-all rewrite) never hide a probe */
     }
     return 0;
 }

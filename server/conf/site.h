@@ -19,6 +19,7 @@
 
 #include "base/strview.h"
 #include "conf/handler_conf.h"
+#include "conf/site_rules.h"
 
 struct auth_users;
 struct handler_ops;
@@ -55,6 +56,17 @@ struct loc_conf {
     uint32_t limit_req_rule;
     /* The handler types' own settings, one block per registered type (handler_conf.h). */
     void *handler_conf[HANDLER_TYPES_MAX];
+    /* Site rules (site_rules.h): the block's own rule directives; site_rules_files (a site's
+     * base only; -1 unset); a built-in location, which rules never reach. */
+    struct conf_rule *conf_rules;
+    unsigned nconf_rules;
+    int rules_files;
+    bool builtin;
+    /* Filled by site_rules_finish: the sets this block owns, and what it matches against
+     * (rules_on false: nothing, and a request pays one branch). */
+    struct rules_set *own_redirects, *own_headers;
+    bool rules_on;
+    struct loc_rules rules;
 
     /* Filled at server start-up. */
     struct auth_users *auth_users;
@@ -72,6 +84,10 @@ struct site {
     struct loc_conf base;
     struct loc_conf *locs;
     unsigned nlocs;
+    /* Its `_redirects` and `_headers` (site_rules_files on): their paths, and their rules
+     * (NULL when a file does not exist). */
+    char *rules_path[2];
+    struct rules_set *file_rules[2];
 };
 
 struct site_set {

@@ -251,6 +251,8 @@ int watch_update(struct config_watch *w, const struct config *cfg, char *err, si
         for (unsigned s = 0; s < cfg->sites.nsites; s++) {
             const struct site *site = &cfg->sites.sites[s];
             add(w, &files, &n, &cap, site->base.auth_file);
+            add(w, &files, &n, &cap, site_rules_file(site, false)); /* `_redirects`: */
+            add(w, &files, &n, &cap, site_rules_file(site, true));  /* even when missing */
             for (unsigned l = 0; l < site->nlocs; l++)
                 add(w, &files, &n, &cap, site->locs[l].auth_file);
         }

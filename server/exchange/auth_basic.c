@@ -64,10 +64,9 @@ struct auth_users *auth_load(const char *path)
         *colon = '\0';
         const char *hash = colon + 1;
         if (!supported_hash(hash)) {
-            fprintf(stderr,
-                    "%s:%u: user '%s': unsupported or plain-text password hash (use bcrypt, "
-                    "e.g. htpasswd -B, or SHA-crypt)\n",
-                    path, lineno, line);
+            diag("%s:%u: user '%s': unsupported or plain-text password hash (use bcrypt, "
+                 "e.g. htpasswd -B, or SHA-crypt)\n",
+                 path, lineno, line);
             ok = false;
             break;
         }

@@ -18,6 +18,7 @@
 
 #include "exchange/access_log.h"
 #include "exchange/auth_basic.h"
+#include "exchange/ex_rules.h"
 #include "base/carry.h"
 #include "base/fmt.h"
 #include "base/hostport.h"
@@ -102,6 +103,8 @@ static void finish_head(struct exchange *ex, struct response *r, int64_t body_le
     }
     if (ex->vary | ex->cors)
         site_access_headers(ex, r);
+    if (ex->rules_hdr_len)
+        ex_rules_headers(ex, r); /* last but the framing: a rule's header replaces anyone's */
     if (body_len >= 0 && !r->has_length && !http_status_has_no_body(r->status))
         resp_header_u64(r, "Content-Length", 14, (uint64_t)body_len);
     if (!ex->keep_alive)
@@ -205,6 +208,13 @@ int ex_send_file(struct exchange *ex, struct response *r, int fd, off_t off, siz
     return ex_send_file_ref(ex, r, fd, off, len, NULL, NULL);
 }
 
+void ex_add_location_headers(struct response *r, const struct loc_conf *lc)
+{
+    for (int i = 0; i < lc->nheaders; i++)
+        resp_header(r, lc->headers[i].name, lc->headers[i].name_len, lc->headers[i].value,
+                    lc->headers[i].value_len);
+}
+
 int ex_status_for_errno(int err)
 {
     switch (err) {
@@ -269,7 +279,7 @@ struct exchange *ex_defer(struct exchange *ex, void *state)
     struct strview f[6] = { req->method_name, req->target, req->host,
                             HTTP_KNOWN(req, H_REFERER), HTTP_KNOWN(req, H_USER_AGENT),
                             ex->remote_user };
-    size_t total = 0;
+    size_t total = ex->rules_hdr_len;
     for (int i = 0; i < 6; i++)
         total += f[i].len;
     struct ex_deferred *xd = calloc(1, sizeof(*xd) + total + 1);
@@ -284,7 +294,10 @@ struct exchange *ex_defer(struct exchange *ex, void *state)
         *out[i] = f[i].ptr ? (struct strview){ p, f[i].len } : SV_NULL;
         p += f[i].len;
     }
+    if (ex->rules_hdr_len)
+        memcpy(p, ex->rules_hdr, ex->rules_hdr_len); /* the stack's lines are gone after */
     xd->ex = *ex;
+    xd->ex.rules_hdr = p;
     xd->ex.xd = xd;
     xd->ex.state = state;
     xd->ex.remote_user = xd->user;
@@ -638,7 +651,9 @@ static int check_limits(struct exchange *ex, const struct loc_conf *lc,
 
 /* Pick the site and location (matching the decoded, normalised path, so "/assets/../secret"
  * cannot borrow the rules of /assets/), apply its limits, its allow/deny rules and CORS (a
- * preflight is answered there), check its authentication, run its handler — or, on a plain listener with tls_redirect_http, redirect to HTTPS. */
+ * preflight is answered there), its site rules (ex_rules.h: a redirect, a status, or a
+ * rewrite that changes the path and the location), check its authentication, run its
+ * handler — or, on a plain listener with tls_redirect_http, redirect to HTTPS. */
 static int dispatch(struct exchange *ex, const struct request_ctx *rc,
                     uint32_t held[LIMIT_REQ_SLOTS])
 {
@@ -676,6 +691,11 @@ static int dispatch(struct exchange *ex, const struct request_ctx *rc,
         return rc2 < 0 ? rc2 : 0;
     if ((rc2 = site_access_check(ex)) != 0)
         return rc2 < 0 ? rc2 : 0;
+    if (lc->rules_on) { /* site rules: may answer, or rewrite ex->path and the location */
+        if ((rc2 = ex_rules_apply(ex, site)) != 0)
+            return rc2 < 0 ? rc2 : 0;
+        lc = ex->loc;
+    }
     if (lc->auth_users &&
         !auth_check(lc->auth_users, HTTP_KNOWN(req, H_AUTHORIZATION), ex->user_buf,
                     sizeof(ex->user_buf), &ex->remote_user))
@@ -698,8 +718,10 @@ static int serve(struct sink *s, struct worker *w, const struct request_ctx *rc,
     const struct http_request *req = rc->req;
     struct runtime *rt = rc->rt;
     char path[EX_PATH_MAX]; /* deliberately not initialised: filled by the router */
+    char rules_hdr[EX_RULES_HDR_MAX]; /* the same: filled by site rules, when some match */
     struct exchange ex = {
         .path = path,
+        .rules_hdr = rules_hdr,
         .sink = s,
         .w = w,
         .srv = rc->srv,

@@ -79,6 +79,10 @@ struct exchange {
     uint8_t cors;           /* the core's: EX_CORS_* for this request (site_access.h) */
     uint16_t cors_origin;   /* with EX_CORS_ORIGIN: the allowed origin's index */
     uint64_t t0_ns;         /* the core's: when its head had been parsed (mx_now_ns) */
+    char *rules_hdr;        /* header lines of site rules for every response head of this
+                             * request (ex_rules.h): EX_RULES_HDR_MAX bytes of the thread's
+                             * stack, or a deferred exchange's copy */
+    uint16_t rules_hdr_len; /* 0: none (the framing's one branch) */
     size_t path_len;
     char *path;             /* the decoded, normalised request path (NUL-terminated), in a
                              * buffer of EX_PATH_MAX bytes on the processing thread's stack
@@ -109,6 +113,8 @@ int ex_error(struct exchange *ex, int status);
 /* The status for an errno from opening or reading what a request names (ENOENT 404, EACCES
  * 403, EMFILE 503, ...): the server's one errno-to-HTTP map. */
 int ex_status_for_errno(int err);
+/* The location's `add_header` lines, in their order, into a response head. */
+void ex_add_location_headers(struct response *r, const struct loc_conf *lc);
 
 /* ---- deferring ------------------------------------------------------------------------------ */
 

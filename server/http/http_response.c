@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 const char *http_status_reason(int status)
 {
@@ -64,6 +65,25 @@ void resp_add_slow(struct response *r, const char *s, size_t n)
     (void)s;
     (void)n;
     r->overflow = true; /* does not fit: the exchange answers 500 */
+}
+
+void resp_remove_header(struct response *r, const char *name, size_t namelen)
+{
+    char *end = r->buf + r->len;
+    char *line = memchr(r->buf, '\n', r->len); /* past the status line */
+
+    for (line = line ? line + 1 : end; line < end;) {
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        char *next = nl ? nl + 1 : end;
+        if ((size_t)(next - line) > namelen && line[namelen] == ':' &&
+            !strncasecmp(line, name, namelen)) {
+            memmove(line, next, (size_t)(end - next));
+            end -= next - line;
+            continue;
+        }
+        line = next;
+    }
+    r->len = (size_t)(end - r->buf);
 }
 
 void resp_begin(struct response *r, char *buf, size_t cap, int status, const char *date)

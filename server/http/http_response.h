@@ -47,6 +47,9 @@ static inline void resp_add(struct response *r, const char *s, size_t n)
 void resp_header(struct response *r, const char *name, size_t namelen, const char *value,
                  size_t valuelen);
 void resp_header_u64(struct response *r, const char *name, size_t namelen, uint64_t v);
+/* Remove every header line `name` (any case) from the head so far: a site rule that sets or
+ * detaches a header replaces what the handler wrote. The status line stays. */
+void resp_remove_header(struct response *r, const char *name, size_t namelen);
 #define RESP_HEADER(r, lit, v, vlen) resp_header((r), (lit), sizeof(lit) - 1, (v), (vlen))
 #define RESP_HEADER_STR(r, lit, s) resp_header((r), (lit), sizeof(lit) - 1, (s), strlen(s))
 

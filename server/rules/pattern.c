@@ -254,13 +254,6 @@ void pattern_free(struct pattern *p)
     p->splat = RULES_NO_SLOT;
 }
 
-size_t pattern_path_end(const char *path, size_t len)
-{
-    if (len > 0 && path[len - 1] == '/')
-        len--;
-    return len;
-}
-
 /* Glob g/k (bytes and `*`) against segment s/m. With cap, the first `*`'s run is stored there
  * (off relative to s). Backtracks only to the latest `*`: a later `*` can absorb whatever an
  * earlier one would have taken beyond its shortest run. */

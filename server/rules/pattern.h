@@ -112,7 +112,10 @@ int pattern_compile(struct pattern *p, const char *src, size_t len, struct rules
 void pattern_free(struct pattern *p);
 
 /* Length of path that matching looks at: without one trailing '/', and 0 for "/" itself. */
-size_t pattern_path_end(const char *path, size_t len);
+static inline size_t pattern_path_end(const char *path, size_t len)
+{
+    return len > 0 && path[len - 1] == '/' ? len - 1 : len; /* inline: every match asks */
+}
 
 /* Match path/len (starting with '/'). On a match, cap[0..RULES_MAX_CAPTURES) holds the slots
  * the matching alternative (the first in order) set, others unset. No allocation. */

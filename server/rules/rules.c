@@ -223,8 +223,22 @@ static int rules_index_rule(struct rules_set *set, uint32_t i, struct rules_entr
         if (c == PATTERN_DYNAMIC && !bucketed) {
             if (set->nwild == 0 || set->wild[set->nwild - 1] != i)
                 set->wild[set->nwild++] = i;
+            const struct pattern_alt *alt = &p->alt[a];
+            unsigned char last = (unsigned char)p->text[alt->text_off + alt->text_len - 1];
+            if (alt->tail_len == 0)
+                set->wild_any = true;
+            else
+                set->wild_last[last >> 6] |= UINT64_C(1) << (last & 63);
             continue;
         }
+        uint64_t *f = c == PATTERN_EXACT ? set->exact_f : c == PATTERN_PREFIX ? set->prefix_f
+                                                                                 : set->bucket_f;
+        /* Exact and prefix keys by their last byte (the path's byte at the probe), bucket
+         * keys (first segments) by their first. */
+        char by = klen == 0 ? 0 : c == PATTERN_DYNAMIC ? key[0] : key[klen - 1];
+        f[RULES_FILTER_CLASS(by)] |= RULES_LEN_BIT(klen);
+        if (c == PATTERN_PREFIX)
+            set->prefix_any |= RULES_LEN_BIT(klen);
         if (rules_entry_add(&es[c], key, klen, i) < 0)
             return -1;
     }
@@ -346,35 +360,91 @@ static const char *rules_first_segment(const struct rules_request *rq, size_t *l
     return rq->path + 1;
 }
 
+/* Could a wild rule match a path ending at end? Every path one matches ends with its tail,
+ * so the last byte must be one of theirs (the filter built with the index). */
+static bool rules_wild_possible(const struct rules_set *set, const struct rules_request *rq)
+{
+    if (set->nwild == 0)
+        return false;
+    if (set->wild_any)
+        return true;
+    unsigned char last = rq->end ? (unsigned char)rq->path[rq->end - 1] : 0;
+    return rq->end && (set->wild_last[last >> 6] >> (last & 63)) & 1;
+}
+
+/* May a key of filter f be path[0..len) (by its byte `by` and its length)? */
+static bool rules_may(const uint64_t *f, char by, size_t len)
+{
+    return (f[RULES_FILTER_CLASS(by)] & RULES_LEN_BIT(len)) != 0;
+}
+
+/* The exact and prefix rules of the path: the path is hashed once, incrementally, and only
+ * when the filters leave a key to look for. */
+static void rules_match_static(const struct rules_set *set, const struct rules_request *rq,
+                               uint32_t *best)
+{
+    const char *path = rq->path;
+    uint64_t upto = rq->end < 63 ? (UINT64_C(2) << rq->end) - 1 : UINT64_MAX;
+    bool exact = rules_may(set->exact_f, rq->end ? path[rq->end - 1] : 0, rq->end);
+    uint64_t h = RULES_FNV_OFFSET;
+
+    if (!(set->prefix_any & upto) && !exact)
+        return;
+    for (size_t i = 0;; i++) {
+        if ((i == 0 || i == rq->end || path[i] == '/') &&
+            rules_may(set->prefix_f, i ? path[i - 1] : 0, i))
+            rules_scan_slot(set, set->prefix, rules_table_find(set->prefix, path, i, h), false,
+                            rq, best);
+        if (i == rq->end)
+            break;
+        h = rules_hash_step(h, (unsigned char)path[i]);
+    }
+    /* h is now the hash of the whole path: the exact table's key. */
+    if (exact)
+        rules_scan_slot(set, set->exact, rules_table_find(set->exact, path, rq->end, h), false,
+                        rq, best);
+}
+
+/* The lookups of rules_match, once the filters have left something to look for. */
+static __attribute__((noinline)) bool rules_lookup(const struct rules_set *set,
+                                                   const struct rules_request *rq,
+                                                   struct rules_match *m)
+{
+    const char *path = rq->path;
+    uint32_t best = UINT32_MAX;
+
+    rules_match_static(set, rq, &best);
+    /* Buckets: the first segment's first byte picks a filter row before it is measured. */
+    if (set->bucket && rq->end > 0 && set->bucket_f[RULES_FILTER_CLASS(path[1])]) {
+        size_t flen;
+        const char *first = rules_first_segment(rq, &flen);
+        if (rules_may(set->bucket_f, path[1], flen))
+            rules_scan_slot(set, set->bucket,
+                            rules_table_find(set->bucket, first, flen, rules_hash(first, flen)),
+                            true, rq, &best);
+    }
+    if (rules_wild_possible(set, rq))
+        rules_scan(set, set->wild, set->nwild, true, rq, &best);
+    return best != UINT32_MAX &&
+           rules_match_rule(set, best, path, rq->plen, rq->q, rq->qlen, rq->flags, m);
+}
+
 bool rules_match(const struct rules_set *set, const char *path, size_t plen, const char *q,
                  size_t qlen, unsigned flags, struct rules_match *m)
 {
     if (!set || set->count == 0 || plen == 0 || path[0] != '/')
         return false;
-    struct rules_request rq = { path, q, plen, plen == 1 ? 0 : pattern_path_end(path, plen),
-                                qlen, flags };
-    uint32_t best = UINT32_MAX;
-    uint64_t h = RULES_FNV_OFFSET;
-
-    for (size_t i = 0;; i++) {
-        if (set->prefix && (i == 0 || i == rq.end || path[i] == '/'))
-            rules_scan_slot(set, set->prefix, rules_table_find(set->prefix, path, i, h), false,
-                            &rq, &best);
-        if (i == rq.end)
-            break;
-        h = rules_hash_step(h, (unsigned char)path[i]);
-    }
-    /* h is now the hash of the whole path: the exact table's key. */
-    rules_scan_slot(set, set->exact, rules_table_find(set->exact, path, rq.end, h), false, &rq,
-                    &best);
-    size_t flen;
-    const char *first = rules_first_segment(&rq, &flen);
-    if (set->bucket && rq.end > 0)
-        rules_scan_slot(set, set->bucket,
-                        rules_table_find(set->bucket, first, flen, rules_hash(first, flen)),
-                        true, &rq, &best);
-    rules_scan(set, set->wild, set->nwild, true, &rq, &best);
-    return best != UINT32_MAX && rules_match_rule(set, best, path, plen, q, qlen, flags, m);
+    size_t end = plen == 1 ? 0 : pattern_path_end(path, plen);
+    char last = end ? path[end - 1] : 0;
+    uint64_t upto = end < 63 ? (UINT64_C(2) << end) - 1 : UINT64_MAX;
+    /* Most paths of a site match no rule: the filters say so without a hash or a call. */
+    if (!(set->prefix_any & upto) && !rules_may(set->exact_f, last, end) &&
+        !(set->bucket && end > 0 && set->bucket_f[RULES_FILTER_CLASS(path[1])]) &&
+        !(set->nwild && (set->wild_any || (end && (set->wild_last[(unsigned char)last >> 6] >>
+                                                   ((unsigned char)last & 63)) & 1))))
+        return false;
+    struct rules_request rq = { path, q, plen, end, qlen, flags };
+    return rules_lookup(set, &rq, m);
 }
 
 /* Insert rule i into the sorted, distinct out[0..*n) of at most cap entries (the largest
@@ -712,8 +782,9 @@ static int rules_check_loop(const struct rules_set *set, uint32_t i, const char 
             return 0;
         for (unsigned k = 0; k < n; k++)
             if (strlen(seen[k]) == plen && memcmp(seen[k], path, plen) == 0) {
-                snprintf(diag->error, sizeof(diag->error), "%s:%u: redirect loop: %s", file,
-                         set->rule[by[k]].line, trail);
+                const struct rules_rule *r = &set->rule[by[k]];
+                snprintf(diag->error, sizeof(diag->error), "%s:%u: redirect loop: %s",
+                         r->file ? r->file : file, r->line, trail);
                 return -1;
             }
         memcpy(seen[n], path, plen);

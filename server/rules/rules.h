@@ -95,6 +95,8 @@ struct rules_rule {
     bool keep_query;       /* append the request's query to the target */
     bool absolute;         /* the target is an http(s) URL */
     unsigned line;         /* in its file, for messages */
+    const char *file;      /* its file, when rules of several files share a set (rules_add_*);
+                            * NULL: the set's one file. Not owned: it outlives the load */
     struct pattern from;
     struct rules_names names;
     char *to;              /* target as written (NULL for RULES_HEADERS) */
@@ -103,6 +105,13 @@ struct rules_rule {
     struct rules_header *header;
     unsigned nheader;
 };
+
+/* Bit of a key length in a set's filters: one bit per length up to 62, bit 63 for all longer
+ * ones; and the class of a key's byte (eight, by its low bits: a key of the set and a path
+ * must agree on both before a table is hashed into). */
+#define RULES_LEN_BIT(n)        (UINT64_C(1) << ((n) < 63 ? (n) : 63))
+#define RULES_FILTER_CLASSES    8
+#define RULES_FILTER_CLASS(c)   ((unsigned char)(c) & (RULES_FILTER_CLASSES - 1))
 
 struct rules_table;
 
@@ -113,6 +122,15 @@ struct rules_set {
     struct rules_table *exact, *prefix, *bucket;
     uint32_t *wild;         /* dynamic rules without a literal first segment, in order */
     uint32_t nwild;
+    /* Filters that spare most requests the lookups: for the exact and prefix keys, by their
+     * last byte's class (RULES_FILTER_CLASS) the lengths present (RULES_LEN_BIT); the same for
+     * bucket keys by their first byte; prefix_any, every prefix key's length; and the last
+     * bytes the wild rules' paths end with (wild_any: one whose paths may end with anything). */
+    uint64_t exact_f[RULES_FILTER_CLASSES], prefix_f[RULES_FILTER_CLASSES];
+    uint64_t bucket_f[RULES_FILTER_CLASSES];
+    uint64_t prefix_any;
+    uint64_t wild_last[4];
+    bool wild_any;
 };
 
 /* The outcome of a match: the rule and its captures (views into the path, or the query). */
@@ -143,6 +161,20 @@ struct rules_set *rules_parse_redirects(const char *file, const char *text, size
 struct rules_set *rules_parse_headers(const char *file, const char *text, size_t len,
                                       struct rules_diag *diag);
 void rules_free(struct rules_set *set);
+
+/* Building a set rule by rule, as a configuration's directives write them (each rule with its
+ * own file and line): rules_new, then rules_add_redirect (one `_redirects` line, text) or
+ * rules_add_header (one `_headers` rule of one header: pattern, name, value), then
+ * rules_done, which indexes the set and looks for loops. `file` must outlive rules_done.
+ * Errors and warnings as above ("FILE:LINE: reason"); each returns 0 or -1. A set that failed
+ * is still freed with rules_free. */
+struct rules_set *rules_new(void);
+int rules_add_redirect(struct rules_set *set, const char *file, unsigned line, const char *text,
+                       struct rules_diag *diag);
+int rules_add_header(struct rules_set *set, const char *file, unsigned line,
+                     const char *pattern, const char *name, const char *value,
+                     struct rules_diag *diag);
+int rules_done(struct rules_set *set, struct rules_diag *diag);
 
 /* First matching rule of a `_redirects` set for path/plen (decoded, normalised, starting with
  * '/') and the raw query q/qlen (without '?'; may be NULL). True with *m filled, or false. */

@@ -511,3 +511,61 @@ struct rules_set *rules_parse_headers(const char *file, const char *text, size_t
 {
     return rules_parse(file, text, len, diag, rules_headers_line, rules_headers_end);
 }
+
+/* ---- one rule at a time (a configuration's directives) ---- */
+
+struct rules_set *rules_new(void)
+{
+    return rules_set_new();
+}
+
+int rules_add_redirect(struct rules_set *set, const char *file, unsigned line, const char *text,
+                       struct rules_diag *diag)
+{
+    struct rules_parser ps = { set, file, line, diag, NULL, false };
+    char buf[RULES_MAX_LINE + 1];
+    size_t len = strlen(text);
+    uint32_t before = set->count;
+
+    diag->error[0] = '\0';
+    if (len > RULES_MAX_LINE)
+        return rules_error(&ps, "rule longer than %d bytes", RULES_MAX_LINE);
+    memcpy(buf, text, len + 1);
+    if (rules_redirect_line(&ps, buf, len) < 0)
+        return -1;
+    if (set->count > before)
+        set->rule[set->count - 1].file = file;
+    return 0;
+}
+
+int rules_add_header(struct rules_set *set, const char *file, unsigned line,
+                     const char *pattern, const char *name, const char *value,
+                     struct rules_diag *diag)
+{
+    struct rules_parser ps = { set, file, line, diag, NULL, false };
+    char pat[RULES_MAX_LINE + 1], hdr[RULES_MAX_LINE + 1];
+    size_t plen = strlen(pattern), nlen = strlen(name), vlen = strlen(value);
+
+    diag->error[0] = '\0';
+    if (plen > RULES_MAX_LINE || nlen + vlen + 2 > RULES_MAX_LINE)
+        return rules_error(&ps, "rule longer than %d bytes", RULES_MAX_LINE);
+    if (rules_header_name(&ps, name, nlen) < 0)
+        return -1;
+    memcpy(pat, pattern, plen + 1);
+    memcpy(hdr, name, nlen);
+    memcpy(hdr + nlen, ": ", 2);
+    memcpy(hdr + nlen + 2, value, vlen + 1);
+    if (rules_headers_pattern(&ps, pat, plen) < 0)
+        return -1;
+    if (ps.skipping)
+        return 0;
+    ps.cur->file = file;
+    if (rules_header_line(&ps, hdr) < 0)
+        return -1;
+    return rules_headers_end(&ps);
+}
+
+int rules_done(struct rules_set *set, struct rules_diag *diag)
+{
+    return rules_finish(set, "", diag);
+}

@@ -219,7 +219,9 @@ def test_off_by_default_and_turned_on_by_a_reload(tmpdir):
         srv.signal(signal.SIGHUP)
         assert _generation(srv, 3, why="SIGHUP"), srv.stderr
         assert "reload_on_change:" not in srv.stderr, srv.stderr
-        assert _inotify_fds(srv.proc.pid) == 1
+        # The watches follow each reload attempt, just after its log line.
+        pid = srv.proc.pid
+        assert wait_until(lambda: _inotify_fds(pid) == 1, 10), _inotify_fds(pid)
         # now on: an edit is enough
         with open(conf, "wb") as f:
             f.write(_conf(tmpdir, "a"))

@@ -977,6 +977,44 @@ static void test_threads(void)
     rules_free(s);
 }
 
+/* ---- one rule at a time (configuration directives) ---- */
+
+static void test_rule_by_rule(void)
+{
+    struct rules_set *s = rules_new();
+    struct rules_match m;
+    char out[RULES_MAX_EXPANDED];
+    size_t n;
+
+    nwarnings = 0;
+    ok(rules_add_redirect(s, "a.conf", 3, "/old/* /new/:splat 302", &diag) == 0 &&
+       rules_add_redirect(s, "b.conf", 7, "/x /y 301 Country=us", &diag) == 0 &&
+       rules_add_header(s, "b.conf", 9, "/h/*", "X-H", ":splat", &diag) == 0,
+       "rules are added one by one, each with its file and line");
+    ok(nwarnings == 1 && strstr(warnings[0], "b.conf:7: condition 'Country=us'"),
+       "a skipped rule warns with its own file and line");
+    ok(rules_done(s, &diag) == 0 && s->count == 2, "the set is finished");
+    ok(rules_match(s, "/old/a", 6, NULL, 0, 0, &m) &&
+       rules_expand(s, &m, "/old/a", NULL, 0, out, sizeof(out), &n) == 0 &&
+       !strcmp(out, "/new/a"), "a directive's rule matches as a file's does");
+    rules_free(s);
+
+    s = rules_new();
+    ok(rules_add_redirect(s, "c.conf", 2, "/a /b", &diag) == 0 &&
+       rules_add_redirect(s, "d.conf", 5, "/b /a", &diag) == 0, "two rules of two files");
+    ok(rules_done(s, &diag) < 0 && strstr(diag.error, "c.conf:2: redirect loop: /a -> /b -> /a"),
+       "a loop names the file and line of its rule: %s", diag.error);
+    rules_free(s);
+
+    s = rules_new();
+    ok(rules_add_redirect(s, "e.conf", 4, "/a", &diag) < 0 &&
+       !strcmp(diag.error, "e.conf:4: missing target after '/a'"), "an error names its line");
+    ok(rules_add_header(s, "e.conf", 6, "/a", "Bad:Name", "1", &diag) < 0 &&
+       !strcmp(diag.error, "e.conf:6: invalid header name 'Bad:Name'"),
+       "a header's name is checked whole: %s", diag.error);
+    rules_free(s);
+}
+
 int main(void)
 {
     test_patterns();
@@ -988,6 +1026,7 @@ int main(void)
     test_redirect_errors();
     test_bounds();
     test_headers();
+    test_rule_by_rule();
     test_property();
     test_property_all();
     test_pattern_reference();
