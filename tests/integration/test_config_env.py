@@ -167,6 +167,11 @@ def test_an_invalid_value_from_the_environment_is_named_by_its_reference(tmpdir)
     line = _error(tmpdir, path, {"LF_SECRET_DIR": os.path.join(tmpdir, "s3cret-dir")})
     assert line.startswith("%s:1: root ${LF_SECRET_DIR}/gone: " % path), line
     assert "s3cret" not in line, line
+    # A handler type's own directive (the static handler's) is no exception.
+    path = write_file(os.path.join(tmpdir, "v.conf"), "root /\nexpires ${LF_SECRET}\n")
+    line = _error(tmpdir, path, {"LF_SECRET": "s3cret"})
+    assert line.startswith("%s:2: " % path) and "${LF_SECRET}" in line, line
+    assert "s3cret" not in line, line
 
 
 def test_a_reload_names_the_reference_in_the_error_log_not_the_value(tmpdir):
