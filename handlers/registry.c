@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builtin/builtin_conf.h"
+#include "builtin/builtin_env.h"
 #include "cgi/cgi_conf.h"
 #include "compress/compress_conf.h"
 #include "conf/directives.h"
@@ -14,6 +15,7 @@
 #include "conf/runtime.h"
 #include "exchange/server_view.h"
 #include "static/static_conf.h"
+#include "log/diag.h"
 
 static const struct handler_ops *const registry[] = {
     &static_file_handler, /* static: files beneath the root (the default) */
@@ -22,6 +24,7 @@ static const struct handler_ops *const registry[] = {
     &metrics_handler,     /* metrics: Prometheus text format */
     &health_handler,      /* health: 200 while serving, 503 while draining */
     &test_handler,        /* test: httpbin-like endpoints for HTTP clients and load tools */
+    &env_handler,         /* env [json|js]: allow-listed environment variables for an app */
 };
 #define NTYPES (sizeof(registry) / sizeof(registry[0]))
 _Static_assert(NTYPES <= HANDLER_TYPES_MAX, "more handler types than slots");
@@ -43,6 +46,7 @@ static const struct handler_conf_ops *const confs[] = {
     &compress_conf_ops,
     &cgi_conf_ops,
     &builtin_conf_ops,
+    &env_conf_ops,
 };
 
 /* `handler NAME`: a registered type's name. */
@@ -91,7 +95,7 @@ int handlers_generation_init(struct server *srv, struct runtime *rt)
         struct handler_env env = { srv, rt, server_handler_state(srv, (unsigned)i), NULL };
         rt->handler_free[i] = registry[i]->generation_free; /* also what a failure left */
         if (registry[i]->generation_init(&env, &rt->handler_state[i], err, sizeof(err)) < 0) {
-            fprintf(stderr, "%s\n", err);
+            diag("%s\n", err);
             return -1;
         }
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "conf/directives.h"
+#include "log/diag.h"
 
 unsigned builtin_conf_slot;
 
@@ -33,8 +34,8 @@ static int d_test_endpoints(const struct directive *d, const struct dir_ctx *x, 
     }
     if (v[0] != '/' || strlen(v) >= sizeof(bt->test_endpoints) || strstr(v, "..") ||
         strpbrk(v, "?#%* \t")) {
-        fprintf(stderr, "%s: '%s' takes a path prefix such as /_test/, or off\n", x->where,
-                d->name);
+        diag("%s: '%s' takes a path prefix such as /_test/, or off\n", x->where,
+             d->name);
         return -1;
     }
     snprintf(bt->test_endpoints, sizeof(bt->test_endpoints), "%s", v);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "conf/directives.h"
+#include "log/diag.h"
 
 unsigned cgi_conf_slot;
 
@@ -14,7 +15,7 @@ static int d_env_pass(const struct directive *d, const struct dir_ctx *x, char *
 {
     struct cgi_top *ct = directive_field(d, x);
     if (nargs > CGI_MAX_ENV_PASS) {
-        fprintf(stderr, "%s: at most %d names for '%s'\n", x->where, CGI_MAX_ENV_PASS, d->name);
+        diag("%s: at most %d names for '%s'\n", x->where, CGI_MAX_ENV_PASS, d->name);
         return -1;
     }
     ct->nenv_pass = 0;
@@ -26,8 +27,8 @@ static int d_env_pass(const struct directive *d, const struct dir_ctx *x, char *
         for (const char *p = v; ok && *p; p++)
             ok = isalnum((unsigned char)*p) || *p == '_';
         if (!ok || !strncmp(v, "HTTP_", 5)) {
-            fprintf(stderr, "%s: invalid environment variable name '%s' for '%s'\n", x->where, v,
-                    d->name);
+            diag("%s: invalid environment variable name '%s' for '%s'\n", x->where, v,
+                 d->name);
             return -1;
         }
         snprintf(ct->env_pass[ct->nenv_pass++], sizeof(ct->env_pass[0]), "%s", v);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conf/directives.h"
+#include "log/diag.h"
 
 unsigned compress_conf_slot;
 
@@ -40,8 +41,8 @@ static int d_types(const struct directive *d, const struct dir_ctx *x, char **ar
     struct compress_conf *cl = directive_field(d, x);
     for (int i = 0; i < nargs; i++)
         if (!media_pattern_ok(args[i])) {
-            fprintf(stderr, "%s: invalid media type '%s' for '%s' (type/subtype, one '*' "
-                            "allowed in the subtype)\n", x->where, args[i], d->name);
+            diag("%s: invalid media type '%s' for '%s' (type/subtype, one '*' "
+                 "allowed in the subtype)\n", x->where, args[i], d->name);
             return -1;
         }
     char **types = calloc(nargs > 0 ? (size_t)nargs : 1, sizeof(char *));
@@ -73,8 +74,8 @@ static int d_level(const struct directive *d, const struct dir_ctx *x, char **ar
     char *end;
     long v = strtol(args[1], &end, 10);
     if (!isdigit((unsigned char)args[1][0]) || *end || v < lo[c] || v > hi[c]) {
-        fprintf(stderr, "%s: %s %s takes %d to %d, not '%s'\n", x->where, d->name, words[c],
-                lo[c], hi[c], args[1]);
+        diag("%s: %s %s takes %d to %d, not '%s'\n", x->where, d->name, words[c],
+             lo[c], hi[c], args[1]);
         return -1;
     }
     ((struct compress_conf *)directive_field(d, x))->level[c] = (int)v;
@@ -111,8 +112,8 @@ static int dictionary_options(const struct directive *d, const struct dir_ctx *x
             seen_dest = true;
             for (char *tok = strtok(a + 11, ","); tok; tok = strtok(NULL, ",")) {
                 if (*ndests == DICT_DESTS_MAX) {
-                    fprintf(stderr, "%s: %s: at most %d destinations in match-dest\n",
-                            x->where, d->name, DICT_DESTS_MAX);
+                    diag("%s: %s: at most %d destinations in match-dest\n",
+                         x->where, d->name, DICT_DESTS_MAX);
                     return -1;
                 }
                 dests[(*ndests)++] = tok;
@@ -120,8 +121,8 @@ static int dictionary_options(const struct directive *d, const struct dir_ctx *x
         } else if (!strncmp(a, "id=", 3) && !*id && a[3]) {
             *id = a + 3;
         } else {
-            fprintf(stderr, "%s: %s: '%s' is not an option (match-dest=DEST[,DEST...] or "
-                            "id=NAME, each once)\n", x->where, d->name, a);
+            diag("%s: %s: '%s' is not an option (match-dest=DEST[,DEST...] or "
+                 "id=NAME, each once)\n", x->where, d->name, a);
             return -1;
         }
     }
@@ -141,8 +142,8 @@ static int d_dictionary(const struct directive *d, const struct dir_ctx *x, char
         return 0;
     }
     if (cl->ndicts >= COMPRESS_DICTIONARIES_MAX) {
-        fprintf(stderr, "%s: at most %d %s patterns in one place\n", x->where,
-                COMPRESS_DICTIONARIES_MAX, d->name);
+        diag("%s: at most %d %s patterns in one place\n", x->where,
+             COMPRESS_DICTIONARIES_MAX, d->name);
         return -1;
     }
     const char *dests[DICT_DESTS_MAX], *id;
@@ -157,7 +158,7 @@ static int d_dictionary(const struct directive *d, const struct dir_ctx *x, char
     cl->ndicts = n;
     char err[512];
     if (dict_pattern_init(&nd[n], x->where, args[0], dests, ndests, id, err, sizeof(err)) < 0) {
-        fprintf(stderr, "%s\n", err);
+        diag("%s\n", err);
         return -1;
     }
     if (!cl->dicts_where && !(cl->dicts_where = strdup(x->where)))

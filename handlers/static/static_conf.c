@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conf/directives.h"
+#include "log/diag.h"
 
 unsigned static_conf_slot;
 
@@ -43,7 +44,7 @@ static int d_index(const struct directive *d, const struct dir_ctx *x, char **ar
     struct static_conf *sl = blk(d, x);
     for (int i = 0; i < nargs; i++) {
         if (strlen(args[i]) >= sizeof(sl->index[0]) || strchr(args[i], '/') || args[i][0] == '.') {
-            fprintf(stderr, "%s: invalid index file name '%s'\n", x->where, args[i]);
+            diag("%s: invalid index file name '%s'\n", x->where, args[i]);
             return -1;
         }
         snprintf(sl->index[i], sizeof(sl->index[i]), "%s", args[i]);
@@ -84,7 +85,7 @@ static int d_expires(const struct directive *d, const struct dir_ctx *x, char **
     if (!strcmp(args[0], "off")) {
         sl->expires = -1;
     } else if (parse_seconds(args[0], &sl->expires) < 0) {
-        fprintf(stderr, "%s: '%s' takes a duration (s, m, h, d) or off, not '%s'\n", x->where,
+        diag("%s: '%s' takes a duration (s, m, h, d) or off, not '%s'\n", x->where,
                 d->name, args[0]);
         return -1;
     }
@@ -97,7 +98,7 @@ static int d_error_page(const struct directive *d, const struct dir_ctx *x, char
 {
     struct static_conf *sl = blk(d, x);
     if (args[nargs - 1][0] != '/') {
-        fprintf(stderr, "%s: '%s' takes %s\n", x->where, d->name, d->takes);
+        diag("%s: '%s' takes %s\n", x->where, d->name, d->takes);
         return -1;
     }
     if (sl->nerror_pages < 0)
@@ -106,7 +107,7 @@ static int d_error_page(const struct directive *d, const struct dir_ctx *x, char
         char *end;
         long st = strtol(args[i], &end, 10);
         if (*end || st < 400 || st > 599) {
-            fprintf(stderr, "%s: invalid status '%s' for '%s' (400..599)\n", x->where, args[i],
+            diag("%s: invalid status '%s' for '%s' (400..599)\n", x->where, args[i],
                     d->name);
             return -1;
         }
@@ -132,7 +133,7 @@ static int d_default_type(const struct directive *d, const struct dir_ctx *x, ch
     (void)nargs;
     const char *v = args[0];
     if (!directive_header_value_ok(v) || !strchr(v, '/')) {
-        fprintf(stderr, "%s: invalid '%s' value '%s'\n", x->where, d->name, v);
+        diag("%s: invalid '%s' value '%s'\n", x->where, d->name, v);
         return -1;
     }
     return directive_set_str(&blk(d, x)->default_type, v) < 0 ? directive_oom(x) : 0;

@@ -25,4 +25,12 @@ static inline bool json_escape_append(char *out, size_t cap, size_t *pos, const 
     return true;
 }
 
+/* A text value, for a JSON document that may also stand inside an HTML <script> (the
+ * built-in env handler): UTF-8 kept as it is (JSON is UTF-8), a byte that is not part of valid
+ * UTF-8 as \ufffd, control characters, '"' and '\\' as json_escape() writes them, and '<',
+ * '>', '&', U+2028 and U+2029 as \u escapes (so that neither "</script>" nor an HTML comment
+ * opener can appear, and a line separator cannot end a JavaScript string). All of s or nothing,
+ * leaving room for a NUL: false when it does not fit (*pos unchanged). */
+bool json_escape_script(char *out, size_t cap, size_t *pos, const char *s, size_t len);
+
 #endif

@@ -41,6 +41,8 @@ size_t netaddr_format(const struct in6_addr *a, char *buf, size_t cap)
     }
     if (IN6_IS_ADDR_V4MAPPED(a))
         inet_ntop(AF_INET, &a->s6_addr[12], buf, (socklen_t)cap);
+    else if (netaddr_is_unix(a) && cap > 5)
+        memcpy(buf, "unix:", 6);
     else
         inet_ntop(AF_INET6, a, buf, (socklen_t)cap);
     return strlen(buf);
@@ -48,6 +50,11 @@ size_t netaddr_format(const struct in6_addr *a, char *buf, size_t cap)
 
 int cidr_parse(const char *s, struct cidr *out)
 {
+    if (!strcmp(s, "unix:")) {
+        netaddr_set_unix(&out->addr);
+        out->bits = 128;
+        return 0;
+    }
     const char *slash = strchr(s, '/');
     size_t alen = slash ? (size_t)(slash - s) : strlen(s);
     char tmp[INET6_ADDRSTRLEN];

@@ -21,7 +21,8 @@ struct cidr_list {
     unsigned n;
 };
 
-/* Parse "10.0.0.0/8", "192.168.1.7", "::1", "fd00::/8". Returns 0 or -1. */
+/* Parse "10.0.0.0/8", "192.168.1.7", "::1", "fd00::/8", or "unix:" (every Unix-domain peer).
+ * Returns 0 or -1. */
 int cidr_parse(const char *s, struct cidr *out);
 /* Append to a list (start-up only). Returns 0 or -1 (bad value or ENOMEM). */
 int cidr_list_add(struct cidr_list *l, const char *s);
@@ -35,6 +36,20 @@ static inline void netaddr_map_v4(const void *v4, struct in6_addr *out)
     out->s6_addr[10] = 0xff;
     out->s6_addr[11] = 0xff;
     memcpy(&out->s6_addr[12], v4, 4);
+}
+
+/* A Unix-domain peer has no network address: it is stored as 100:: (RFC 6666's discard-only
+ * prefix, which no client can have), formatted "unix:" and matched by the CIDR "unix:". */
+static inline void netaddr_set_unix(struct in6_addr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->s6_addr[0] = 0x01;
+}
+
+static inline bool netaddr_is_unix(const struct in6_addr *a)
+{
+    static const struct in6_addr unix_addr = { .s6_addr = { 0x01 } };
+    return !memcmp(a, &unix_addr, sizeof(*a));
 }
 
 /* Parse a textual IPv4 or IPv6 address (no port) into v4-mapped/IPv6 form. */

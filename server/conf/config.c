@@ -13,6 +13,7 @@
 #include "base/hostport.h"
 #include "conf/handler_conf.h"
 #include "log/log.h"
+#include "log/diag.h"
 
 /* The built-in defaults. Returns 0, or -1 when out of memory (message printed): at start-up
  * that ends the process, on a reload it keeps the running configuration. */
@@ -20,7 +21,7 @@ int config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     if (site_set_init(&cfg->sites) < 0) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
+        diag("lfhttpd: out of memory\n");
         return -1;
     }
     cfg->batch = 8;
@@ -53,7 +54,7 @@ int config_defaults(struct config *cfg)
     cfg->access_log_flush = 1000;
     cfg->tcp_notsent_lowat = 256 * 1024; /* docs/PERFORMANCE.md, "Large files" */
     if (conf_top_init(cfg) < 0) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
+        diag("lfhttpd: out of memory\n");
         return -1;
     }
     return 0;
@@ -84,6 +85,8 @@ int config_parse_listen(const char *s, struct listen_addr *la)
     const char *port;
     memset(la, 0, sizeof(*la));
     snprintf(la->text, sizeof(la->text), "%s", s);
+    if (!strncmp(s, "unix:", 5))
+        return listen_parse_unix(s, la);
     if (!strncmp(s, "systemd:", 8)) { /* a socket passed by systemd, by FileDescriptorName= */
         const char *name = s + 8;
         size_t n = strlen(name);
@@ -128,13 +131,13 @@ int config_add_certificate(struct config *cfg, const char *where, unsigned line,
                            int nargs)
 {
     if (cfg->ncerts >= CONFIG_MAX_CERTS) {
-        fprintf(stderr, "%s: too many certificates (at most %d)\n", where, CONFIG_MAX_CERTS);
+        diag("%s: too many certificates (at most %d)\n", where, CONFIG_MAX_CERTS);
         return -1;
     }
     struct tls_cert_conf *tc = &cfg->certs[cfg->ncerts];
     memset(tc, 0, sizeof(*tc));
     if (strlen(args[0]) >= sizeof(tc->cert) || strlen(args[1]) >= sizeof(tc->key)) {
-        fprintf(stderr, "%s: certificate or key path too long\n", where);
+        diag("%s: certificate or key path too long\n", where);
         return -1;
     }
     snprintf(tc->cert, sizeof(tc->cert), "%s", args[0]);
@@ -146,7 +149,7 @@ int config_add_certificate(struct config *cfg, const char *where, unsigned line,
         for (size_t k = 0; ok && k < n; k++)
             ok = isalnum((unsigned char)args[i][k]) || strchr("-.*_", args[i][k]);
         if (!ok) {
-            fprintf(stderr, "%s: invalid server name '%s'\n", where, args[i]);
+            diag("%s: invalid server name '%s'\n", where, args[i]);
             return -1;
         }
         if (len)
@@ -172,6 +175,37 @@ void config_free(struct config *cfg)
     cfg->conf_files = NULL;
     cfg->conf_file_glob = NULL;
     cfg->nconf_files = 0;
+    for (unsigned i = 0; i < cfg->nsecrets; i++)
+        free((char *)(uintptr_t)cfg->secrets[i].written); /* value is in the same block */
+    diag_forget(cfg->secrets);
+    free(cfg->secrets);
+    cfg->secrets = NULL;
+    cfg->nsecrets = 0;
+}
+
+int config_add_secret(struct config *cfg, const char *written, size_t wlen, const char *value,
+                      size_t vlen)
+{
+    for (unsigned i = 0; i < cfg->nsecrets; i++)
+        if (cfg->secrets[i].vlen == vlen && cfg->secrets[i].wlen == wlen &&
+            !memcmp(cfg->secrets[i].value, value, vlen) &&
+            !memcmp(cfg->secrets[i].written, written, wlen))
+            return 0;
+    struct diag_secret *ns = realloc(cfg->secrets, (cfg->nsecrets + 1) * sizeof(*ns));
+    if (ns)
+        cfg->secrets = ns;
+    char *block = ns ? malloc(wlen + vlen + 2) : NULL;
+    if (!block) {
+        diag("lfhttpd: out of memory\n");
+        return -1;
+    }
+    memcpy(block, written, wlen);
+    block[wlen] = '\0';
+    memcpy(block + wlen + 1, value, vlen);
+    block[wlen + 1 + vlen] = '\0';
+    ns[cfg->nsecrets++] = (struct diag_secret){ block, wlen, block + wlen + 1, vlen };
+    diag_secrets(cfg->secrets, cfg->nsecrets);
+    return 0;
 }
 
 void config_tls_settings(const struct config *cfg, struct tls_settings *out)

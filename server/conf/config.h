@@ -18,6 +18,8 @@
 #include "net/listen.h"
 #include "net/tls.h"
 
+struct diag_secret;
+
 #define CONFIG_MAX_LISTEN 16
 #define CONFIG_MAX_CERTS TLS_MAX_CERTS
 
@@ -36,6 +38,9 @@ struct config {
     struct cidr_list trusted_proxies; /* peers whose X-Forwarded-For / Forwarded we believe */
     bool real_ip_forwarded;     /* believe Forwarded (RFC 7239) instead of X-Forwarded-For */
     char error_log[PATH_MAX];   /* "stderr" or a file */
+    bool error_log_json;        /* error_log_format json: one JSON object per line */
+    bool listen_default;        /* no listener was configured: listen[nlisten - 1] is the
+                                   default 0.0.0.0:8080 (or the sockets systemd passed) */
     char access_log[PATH_MAX];  /* a file, "stdout", "stderr" or "off" */
     int access_log_format;      /* enum access_log_format */
     size_t access_log_buffer;   /* bytes of lines each thread gathers; 0: one write per line */
@@ -100,6 +105,10 @@ struct config {
     char **conf_files;
     bool *conf_file_glob;
     unsigned nconf_files;
+    /* The values the configuration took from the environment, and how it wrote them: hidden
+     * from every message about it (log/diag.h). Owned (each entry's strings too). */
+    struct diag_secret *secrets;
+    unsigned nsecrets;
     bool test_only;          /* -t / --test: check the configuration and exit */
 };
 
@@ -108,6 +117,12 @@ enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK, CONFIG_ERROR };
 /* Fill `cfg` from the command line (and the file named by --config). Prints usage, version or
  * the error line itself; the caller exits 0 for CONFIG_EXIT_OK and 2 for CONFIG_ERROR. */
 enum config_result config_from_args(struct config *cfg, int argc, char **argv);
+/* Hide `value` (vlen bytes), written as `written` (wlen bytes), from the messages about `cfg`
+ * (diag.h): copies both and makes the thread's diag_secrets() cfg's. 0, or -1 (message). A
+ * successful config_from_args() leaves them the thread's: diag_secrets(NULL, 0) once the
+ * messages about that configuration are printed (and before config_free). */
+int config_add_secret(struct config *cfg, const char *written, size_t wlen, const char *value,
+                      size_t vlen);
 /* What the TLS context is built from (tls_ctx_create): views into `cfg`, valid as long as it. */
 void config_tls_settings(const struct config *cfg, struct tls_settings *out);
 

@@ -8,6 +8,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include "conf/handler_conf.h"
 #include "conf/site_rules.h"
 #include "lf/thread_pool.h"
+#include "log/diag.h"
 
 #define NS_PER_S UINT64_C(1000000000)
 /* The highest rate limit_req_per_ip takes, per second or per minute. */
@@ -57,7 +60,7 @@ static int registered_check(const struct directive *d, const struct dir_ctx *x, 
         if (!strcmp(checks[i].name, d->name)) {
             char err[PATH_MAX + 128] = "invalid value";
             if (checks[i].check(v, err, sizeof(err)) < 0) {
-                fprintf(stderr, "%s: %s\n", x->where, err);
+                diag("%s: %s\n", x->where, err);
                 return -1;
             }
         }
@@ -69,7 +72,7 @@ static int registered_check(const struct directive *d, const struct dir_ctx *x, 
  * consistent for config_free. */
 int directive_oom(const struct dir_ctx *x)
 {
-    fprintf(stderr, "%s: out of memory\n", x->where);
+    diag("%s: out of memory\n", x->where);
     return -1;
 }
 
@@ -143,7 +146,7 @@ int directive_one_of(const struct directive *d, const struct dir_ctx *x, const c
     for (int i = 0; words[i]; i++)
         if (!strcmp(v, words[i]))
             return i;
-    fprintf(stderr, "%s: invalid %s '%s' (%s)\n", x->where, d->name, v, allowed);
+    diag("%s: invalid %s '%s' (%s)\n", x->where, d->name, v, allowed);
     return -1;
 }
 
@@ -154,11 +157,11 @@ int directive_number(const struct directive *d, const struct dir_ctx *x, char **
     (void)nargs;
     uint64_t v;
     if (directive_parse_number(args[0], d->unit, &v) < 0 || v < d->min || v > d->max) {
-        fprintf(stderr, "%s: invalid value '%s' for '%s' (%llu..%llu%s)\n", x->where, args[0],
-                d->name, (unsigned long long)d->min, (unsigned long long)d->max,
-                d->unit == U_SIZE ? " bytes, k/m/g suffixes allowed"
-                : d->unit == U_MS ? " ms; units ms, s, m, h"
-                                  : "");
+        diag("%s: invalid value '%s' for '%s' (%llu..%llu%s)\n", x->where, args[0],
+             d->name, (unsigned long long)d->min, (unsigned long long)d->max,
+             d->unit == U_SIZE ? " bytes, k/m/g suffixes allowed"
+             : d->unit == U_MS ? " ms; units ms, s, m, h"
+                       : "");
         return -1;
     }
     void *f = directive_field(d, x);
@@ -180,9 +183,9 @@ static int d_number_or_off(const struct directive *d, const struct dir_ctx *x, c
     uint64_t v = 0;
     if (strcmp(args[0], "off") &&
         (directive_parse_number(args[0], d->unit, &v) < 0 || v < d->min || v > d->max)) {
-        fprintf(stderr, "%s: invalid value '%s' for '%s' (%llu..%llu bytes, k/m/g suffixes "
-                        "allowed, or off)\n", x->where, args[0], d->name,
-                (unsigned long long)d->min, (unsigned long long)d->max);
+        diag("%s: invalid value '%s' for '%s' (%llu..%llu bytes, k/m/g suffixes "
+             "allowed, or off)\n", x->where, args[0], d->name,
+             (unsigned long long)d->min, (unsigned long long)d->max);
         return -1;
     }
     *(size_t *)directive_field(d, x) = (size_t)v;
@@ -214,7 +217,7 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
     (void)nargs;
     const char *v = args[0];
     if (strlen(v) >= PATH_MAX) {
-        fprintf(stderr, "%s: '%s' value too long\n", x->where, d->name);
+        diag("%s: '%s' value too long\n", x->where, d->name);
         return -1;
     }
     bool log = !strcmp(d->name, "access_log") || !strcmp(d->name, "error_log");
@@ -231,12 +234,12 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
             if (slash)
                 *(slash == dir ? slash + 1 : slash) = '\0';
             if (errno != ENOENT || access(slash ? dir : ".", W_OK | X_OK) < 0) {
-                fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, v, strerror(errno));
+                diag("%s: %s %s: %s\n", x->where, d->name, v, strerror(errno));
                 return -1;
             }
         }
     } else if (!strcmp(d->name, "mime_types") && access(v, R_OK) < 0) {
-        fprintf(stderr, "%s: mime_types %s: %s\n", x->where, v, strerror(errno));
+        diag("%s: mime_types %s: %s\n", x->where, v, strerror(errno));
         return -1;
     } else if (registered_check(d, x, v) < 0) {
         return -1;
@@ -247,13 +250,48 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
 
 /* ---- process-wide appliers --------------------------------------------------------------------- */
 
-/* listen ADDR:PORT [proxy_protocol], tls_listen ADDR:PORT [proxy_protocol], admin_listen
- * ADDR:PORT */
+/* A Unix-domain listener's mode=OCTAL, user=NAME, group=NAME. Returns 0, 1 (not one of
+ * them) or -1 (message printed). */
+static int listen_unix_option(const struct dir_ctx *x, struct listen_addr *la, const char *o)
+{
+    if (!strncmp(o, "mode=", 5)) {
+        char *end;
+        unsigned long m = strtoul(o + 5, &end, 8);
+        if (!o[5] || *end || m > 07777) {
+            diag("%s: invalid listen mode '%s' (octal, e.g. mode=0660)\n", x->where, o + 5);
+            return -1;
+        }
+        la->mode = (unsigned)m;
+        return 0;
+    }
+    if (!strncmp(o, "user=", 5)) {
+        struct passwd *pw = getpwnam(o + 5);
+        if (!pw) {
+            diag("%s: listen: user '%s' does not exist\n", x->where, o + 5);
+            return -1;
+        }
+        la->uid = pw->pw_uid;
+        return 0;
+    }
+    if (!strncmp(o, "group=", 6)) {
+        struct group *gr = getgrnam(o + 6);
+        if (!gr) {
+            diag("%s: listen: group '%s' does not exist\n", x->where, o + 6);
+            return -1;
+        }
+        la->gid = gr->gr_gid;
+        return 0;
+    }
+    return 1;
+}
+
+/* listen ADDR:PORT|unix:/PATH [proxy_protocol] [mode=M user=U group=G], tls_listen (the
+ * same), admin_listen ADDR:PORT|unix:/PATH [mode=M user=U group=G] */
 static int d_listen(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     struct config *cfg = x->cfg;
     if (cfg->nlisten >= CONFIG_MAX_LISTEN) {
-        fprintf(stderr, "%s: too many listeners (at most %d)\n", x->where, CONFIG_MAX_LISTEN);
+        diag("%s: too many listeners (at most %d)\n", x->where, CONFIG_MAX_LISTEN);
         return -1;
     }
     struct listen_addr *la = &cfg->listen[cfg->nlisten];
@@ -261,21 +299,32 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
     if (rc == -ENOMEM)
         return directive_oom(x);
     if (rc < 0) {
-        fprintf(stderr, "%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT or "
-                        "systemd:NAME)\n",
-                x->where, args[0]);
+        diag("%s: invalid listen address '%s' (expected ADDR:PORT, [V6]:PORT, unix:/PATH or "
+             "systemd:NAME)\n",
+             x->where, args[0]);
         return -1;
     }
-    if (nargs == 2) {
-        if (strcmp(args[1], "proxy_protocol")) {
-            fprintf(stderr, "%s: unknown listen option '%s' (proxy_protocol)\n", x->where,
-                    args[1]);
+    if (listen_unix_blocked(la)) { /* refused now, with its line, rather than at the bind */
+        diag("%s: listen %s: the file exists and is not a socket\n", x->where, args[0]);
+        return -1;
+    }
+    bool admin = !strcmp(d->name, "admin_listen"), is_unix = la->ss.ss_family == AF_UNIX;
+    for (int i = 1; i < nargs; i++) {
+        int r = is_unix ? listen_unix_option(x, la, args[i]) : 1;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            continue;
+        if (strcmp(args[i], "proxy_protocol") || admin) {
+            diag("%s: unknown listen option '%s' (%s)\n", x->where, args[i],
+                 admin ? (is_unix ? "mode=, user=, group=" : "none")
+                 : is_unix ? "proxy_protocol, mode=, user=, group=" : "proxy_protocol");
             return -1;
         }
         la->proxy_protocol = true;
     }
     la->tls = !strcmp(d->name, "tls_listen");
-    la->admin = !strcmp(d->name, "admin_listen");
+    la->admin = admin;
     la->line = x->line;
     cfg->nlisten++;
     return 0;
@@ -342,6 +391,15 @@ static int d_log_format(const struct directive *d, const struct dir_ctx *x, char
     return v < 0 ? -1 : (x->cfg->access_log_format = v, 0);
 }
 
+static int d_error_log_format(const struct directive *d, const struct dir_ctx *x, char **args,
+                              int nargs)
+{
+    (void)nargs;
+    static const char *const words[] = { "plain", "json", NULL };
+    int v = directive_one_of(d, x, args[0], words, "plain or json");
+    return v < 0 ? -1 : (x->cfg->error_log_json = v == 1, 0);
+}
+
 static int d_real_ip(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     (void)nargs;
@@ -349,8 +407,8 @@ static int d_real_ip(const struct directive *d, const struct dir_ctx *x, char **
         x->cfg->real_ip_forwarded = !strcasecmp(args[0], "forwarded");
         return 0;
     }
-    fprintf(stderr, "%s: invalid %s '%s' (X-Forwarded-For or Forwarded)\n", x->where, d->name,
-            args[0]);
+    diag("%s: invalid %s '%s' (X-Forwarded-For or Forwarded)\n", x->where, d->name,
+         args[0]);
     return -1;
 }
 
@@ -362,7 +420,7 @@ static int d_name(const struct directive *d, const struct dir_ctx *x, char **arg
     if (!v[0] || strlen(v) >= sizeof(x->cfg->user) ||
         strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
             strlen(v)) {
-        fprintf(stderr, "%s: invalid %s name '%s'\n", x->where, d->name, v);
+        diag("%s: invalid %s name '%s'\n", x->where, d->name, v);
         return -1;
     }
     snprintf(directive_field(d, x), sizeof(x->cfg->user), "%s", v);
@@ -379,7 +437,7 @@ int directive_cidrs_add(const struct dir_ctx *x, struct cidr_list *l, char **arg
             continue; /* an empty list: nobody */
         if (keyword ? cidr_list_add(l, "0.0.0.0/0") < 0 || cidr_list_add(l, "::/0") < 0
                     : cidr_list_add(l, args[i]) < 0) {
-            fprintf(stderr, "%s: invalid address or CIDR range '%s'\n", x->where, args[i]);
+            diag("%s: invalid address or CIDR range '%s'\n", x->where, args[i]);
             return -1;
         }
     }
@@ -400,8 +458,8 @@ static int d_root(const struct directive *d, const struct dir_ctx *x, char **arg
     struct stat st;
     int rc = stat(args[0], &st);
     if (rc < 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, args[0],
-                rc < 0 ? strerror(errno) : "not a directory");
+        diag("%s: %s %s: %s\n", x->where, d->name, args[0],
+             rc < 0 ? strerror(errno) : "not a directory");
         return -1;
     }
     return directive_set_str(&x->lc->root, args[0]) < 0 ? directive_oom(x) : 0;
@@ -413,7 +471,7 @@ static int d_add_header(const struct directive *d, const struct dir_ctx *x, char
     struct loc_conf *lc = x->lc;
     (void)nargs;
     if (!header_token_ok(args[0]) || !directive_header_value_ok(args[1])) {
-        fprintf(stderr, "%s: '%s' takes %s\n", x->where, d->name, d->takes);
+        diag("%s: '%s' takes %s\n", x->where, d->name, d->takes);
         return -1;
     }
     if (lc->nheaders < 0)
@@ -442,7 +500,7 @@ int directive_header_value(const struct directive *d, const struct dir_ctx *x, c
     (void)nargs;
     const char *v = args[0];
     if (!directive_header_value_ok(v)) {
-        fprintf(stderr, "%s: invalid '%s' value '%s'\n", x->where, d->name, v);
+        diag("%s: invalid '%s' value '%s'\n", x->where, d->name, v);
         return -1;
     }
     return directive_set_str(directive_field(d, x), !strcmp(v, "off") ? "" : v) < 0
@@ -456,7 +514,7 @@ static int d_realm(const struct directive *d, const struct dir_ctx *x, char **ar
     (void)nargs;
     const char *v = args[0];
     if (!directive_header_value_ok(v) || strpbrk(v, "\"\\")) {
-        fprintf(stderr, "%s: invalid '%s' value '%s'\n", x->where, d->name, v);
+        diag("%s: invalid '%s' value '%s'\n", x->where, d->name, v);
         return -1;
     }
     if (directive_set_str(&x->lc->auth_realm, !strcmp(v, "off") ? "" : v) < 0 ||
@@ -473,11 +531,11 @@ int directive_path_or_off(const struct directive *d, const struct dir_ctx *x, co
 {
     bool off = !strcmp(v, "off");
     if (!off && v[0] != '/') {
-        fprintf(stderr, "%s: '%s' takes %s or off\n", x->where, d->name, what);
+        diag("%s: '%s' takes %s or off\n", x->where, d->name, what);
         return -1;
     }
     if (strlen(v) >= PATH_OR_OFF_MAX) {
-        fprintf(stderr, "%s: '%s' path too long\n", x->where, d->name);
+        diag("%s: '%s' path too long\n", x->where, d->name);
         return -1;
     }
     return directive_set_str(directive_field(d, x), off ? "" : v) < 0 ? directive_oom(x) : 0;
@@ -488,7 +546,7 @@ static int d_user_file(const struct directive *d, const struct dir_ctx *x, char 
 {
     (void)nargs;
     if (access(args[0], R_OK) < 0) {
-        fprintf(stderr, "%s: %s %s: %s\n", x->where, d->name, args[0], strerror(errno));
+        diag("%s: %s %s: %s\n", x->where, d->name, args[0], strerror(errno));
         return -1;
     }
     return directive_set_str(&x->lc->auth_file, args[0]) < 0 ? directive_oom(x) : 0;
@@ -541,8 +599,8 @@ static int d_limit_conn(const struct directive *d, const struct dir_ctx *x, char
     uint64_t v = 0;
     if (strcmp(args[0], "off") &&
         (directive_parse_number(args[0], U_COUNT, &v) < 0 || v > d->max)) {
-        fprintf(stderr, "%s: invalid value '%s' for '%s' (0..%llu or off)\n", x->where, args[0],
-                d->name, (unsigned long long)d->max);
+        diag("%s: invalid value '%s' for '%s' (0..%llu or off)\n", x->where, args[0],
+             d->name, (unsigned long long)d->max);
         return -1;
     }
     if (x->lc == &x->cfg->sites.sites[0].base)
@@ -562,19 +620,19 @@ static int d_limit_req(const struct directive *d, const struct dir_ctx *x, char 
                     : nargs == 3 && !strcmp(args[1], "burst") ? args[2]
                                                                : NULL;
     if (!strcmp(args[0], "off") ? nargs != 1 : nargs > 1 && !b) {
-        fprintf(stderr, "%s: '%s' takes %s\n", x->where, d->name, d->takes);
+        diag("%s: '%s' takes %s\n", x->where, d->name, d->takes);
         return -1;
     }
     if (strcmp(args[0], "off") && directive_parse_rate(args[0], &interval) < 0) {
-        fprintf(stderr, "%s: invalid rate '%s' for '%s' (requests per second or minute, "
-                        "1 to 1000000: 10r/s, 600r/m)\n", x->where, args[0], d->name);
+        diag("%s: invalid rate '%s' for '%s' (requests per second or minute, "
+             "1 to 1000000: 10r/s, 600r/m)\n", x->where, args[0], d->name);
         return -1;
     }
     if (interval)
         burst = 1;
     if (b && (directive_parse_number(b, U_COUNT, &burst) < 0 || burst < 1 || burst > d->max)) {
-        fprintf(stderr, "%s: invalid burst '%s' for '%s' (1..%llu)\n", x->where, b, d->name,
-                (unsigned long long)d->max);
+        diag("%s: invalid burst '%s' for '%s' (1..%llu)\n", x->where, b, d->name,
+             (unsigned long long)d->max);
         return -1;
     }
     lc->limit_req_interval = interval;
@@ -592,8 +650,10 @@ static int d_limit_req(const struct directive *d, const struct dir_ctx *x, char 
 
 static const struct directive directive_table[] = {
     /* process-wide: listeners, threads, logs */
-    { "listen", IN_TOP, 1, 2, "ADDR:PORT [proxy_protocol]", d_listen, 0, 0, 0, 0, 0 },
-    { "admin_listen", IN_TOP, 1, 1, "ADDR:PORT", d_listen, 0, 0, 0, 0, 0 },
+    { "listen", IN_TOP, 1, 5, "ADDR:PORT|unix:/PATH [proxy_protocol] [mode=M] [user=U] [group=G]",
+      d_listen, 0, 0, 0, 0, 0 },
+    { "admin_listen", IN_TOP, 1, 4, "ADDR:PORT|unix:/PATH [mode=M] [user=U] [group=G]", d_listen,
+      0, 0, 0, 0, 0 },
     { "threads", IN_TOP, ONE, d_auto, NUM(TOP(threads), F_UNSIGNED, U_COUNT, 1, 1024) },
     { "leader_batch", IN_TOP, ONE, directive_number, NUM(TOP(batch), F_INT, U_COUNT, 1, 64) },
     { "concurrency", IN_TOP, ONE, d_concurrency, 0, 0, 0, 0, 0 },
@@ -602,6 +662,7 @@ static const struct directive directive_table[] = {
     { "error_log", IN_TOP, ONE, d_path, TOP(error_log), 0, 0, 0, 0 },
     { "access_log", IN_TOP, ONE, d_path, TOP(access_log), 0, 0, 0, 0 },
     { "access_log_format", IN_TOP, ONE, d_log_format, 0, 0, 0, 0, 0 },
+    { "error_log_format", IN_TOP, ONE, d_error_log_format, 0, 0, 0, 0, 0 },
     { "access_log_buffer", IN_TOP, 1, 1, "a size (4k..1m) or off", d_number_or_off,
       NUM(TOP(access_log_buffer), F_SIZE, U_SIZE, 4096, 1024 * 1024) },
     { "access_log_flush", IN_TOP, ONE, directive_number,
@@ -663,7 +724,8 @@ static const struct directive directive_table[] = {
       NUM(TOP(drain_delay), F_UNSIGNED, U_MS, 0, 3600000) },
     { "reload_on_change", IN_TOP, ONE, directive_onoff, TOP(reload_on_change), 0, 0, 0, 0 },
     /* process-wide: TLS */
-    { "tls_listen", IN_TOP, 1, 2, "ADDR:PORT [proxy_protocol]", d_listen, 0, 0, 0, 0, 0 },
+    { "tls_listen", IN_TOP, 1, 5, "ADDR:PORT|unix:/PATH [proxy_protocol] [mode=M] ...", d_listen,
+      0, 0, 0, 0, 0 },
     { "tls_certificate", IN_TOP, 2, 0, "a certificate file, a key file and optional server names",
       d_certificate, 0, 0, 0, 0, 0 },
     { "tls_passphrase_file", IN_TOP, ONE, d_path, TOP(tls_passphrase_file), 0, 0, 0, 0 },
@@ -716,7 +778,7 @@ void directive_tables(void (*fn)(const struct directive *table, size_t n, void *
 int directive_apply(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
     if (nargs < d->nmin || (d->nmax && nargs > d->nmax)) {
-        fprintf(stderr, "%s: '%s' takes %s\n", x->where, d->name, d->takes);
+        diag("%s: '%s' takes %s\n", x->where, d->name, d->takes);
         return -1;
     }
     return d->apply(d, x, args, nargs);

@@ -25,6 +25,7 @@
 #include "conf/envsubst.h"
 #include "conf/handler_conf.h"
 #include "log/log.h"
+#include "log/diag.h"
 
 /* Split a line into tokens: whitespace-separated words, "double-quoted strings" (with \" and
  * \\ escapes), `{` and `}`; `#` outside quotes starts a comment. A `${...}` (envsubst.h) is
@@ -42,7 +43,7 @@ static int tokenize(char *line, const char *where, char **tok)
         if (!*p || *p == '#')
             return n;
         if (n == MAX_TOKENS) {
-            fprintf(stderr, "%s: too many values\n", where);
+            diag("%s: too many values\n", where);
             return -1;
         }
         if (*p == '"') {
@@ -54,7 +55,7 @@ static int tokenize(char *line, const char *where, char **tok)
                 *out++ = *p++;
             }
             if (*p != '"') {
-                fprintf(stderr, "%s: unterminated quoted string\n", where);
+                diag("%s: unterminated quoted string\n", where);
                 return -1;
             }
             p++;
@@ -72,14 +73,14 @@ static int tokenize(char *line, const char *where, char **tok)
             p = end ? end + 1 : p + 1 + (p[0] == '$' && p[1] == '{'); /* ${...}: one word */
         }
         if (*p == '"') {
-            fprintf(stderr, "%s: unexpected quote\n", where);
+            diag("%s: unexpected quote\n", where);
             return -1;
         }
         if (*p == '{' || *p == '}') { /* a brace glued to a word: a token of its own */
             bool open = *p == '{';
             *p++ = '\0';
             if (n == MAX_TOKENS) {
-                fprintf(stderr, "%s: too many values\n", where);
+                diag("%s: too many values\n", where);
                 return -1;
             }
             tok[n++] = open ? open_brace : close_brace;
@@ -114,7 +115,7 @@ static unsigned blocks_open(const struct loader *ld)
 static int close_block(struct loader *ld, const char *where, int n)
 {
     if (n != 1 || blocks_open(ld) <= ld->floor) {
-        fprintf(stderr, "%s: unexpected '}'\n", where);
+        diag("%s: unexpected '}'\n", where);
         return -1;
     }
     if (ld->loc) {
@@ -132,12 +133,12 @@ static int open_block(struct loader *ld, const char *where, unsigned lineno, cha
 {
     const char *name = args[0];
     if (strcmp(args[n - 1], "{")) {
-        fprintf(stderr, "%s: '%s' block must end its first line with '{'\n", where, name);
+        diag("%s: '%s' block must end its first line with '{'\n", where, name);
         return -1;
     }
     if (!strcmp(name, "server")) {
         if (ld->site || ld->loc) {
-            fprintf(stderr, "%s: 'server' blocks cannot be nested\n", where);
+            diag("%s: 'server' blocks cannot be nested\n", where);
             return -1;
         }
         ld->site = site_add_server(&ld->cfg->sites, where, args + 1, n - 2);
@@ -145,11 +146,11 @@ static int open_block(struct loader *ld, const char *where, unsigned lineno, cha
         return ld->site ? 0 : -1;
     }
     if (ld->loc) {
-        fprintf(stderr, "%s: 'location' blocks cannot be nested\n", where);
+        diag("%s: 'location' blocks cannot be nested\n", where);
         return -1;
     }
     if (n != 3) {
-        fprintf(stderr, "%s: 'location' takes one match (a /prefix/ or *.ext)\n", where);
+        diag("%s: 'location' takes one match (a /prefix/ or *.ext)\n", where);
         return -1;
     }
     ld->loc = site_add_location(ld->site ? ld->site : &ld->cfg->sites.sites[0], where, args[1]);
@@ -163,22 +164,22 @@ static int directive_line(struct loader *ld, const char *where, unsigned lineno,
 {
     const char *name = args[0];
     if (!strcmp(name, "{") || !strcmp(args[n - 1], "{")) {
-        fprintf(stderr, "%s: unexpected '{'\n", where);
+        diag("%s: unexpected '{'\n", where);
         return -1;
     }
     for (int i = 1; i < n; i++)
         if (!strcmp(args[i], "}") || !strcmp(args[i], "{")) {
-            fprintf(stderr, "%s: braces go on their own line or end a block's first line\n", where);
+            diag("%s: braces go on their own line or end a block's first line\n", where);
             return -1;
         }
     const struct directive *d = directive_find(name);
     if (!d) {
-        fprintf(stderr, "%s: unknown directive '%s'\n", where, name);
+        diag("%s: unknown directive '%s'\n", where, name);
         return -1;
     }
     unsigned in = ld->loc ? IN_LOCATION : ld->site ? IN_SERVER : IN_TOP;
     if (!(d->in & in)) {
-        fprintf(stderr, "%s: '%s' is not allowed inside a block\n", where, name);
+        diag("%s: '%s' is not allowed inside a block\n", where, name);
         return -1;
     }
     if (!strcmp(name, "listen") && !ld->had_listen) {
@@ -194,9 +195,35 @@ static int directive_line(struct loader *ld, const char *where, unsigned lineno,
 
 #define LINE_MAX_LEN 4096 /* a line of the file, and a line's values once substituted */
 
+/* A value `written` that took `value` from the environment: hide it, and each variable's own
+ * value (a message may quote a piece of the value), behind the references as written. */
+static int note_secrets(struct config *cfg, const char *written, const char *value)
+{
+    if (config_add_secret(cfg, written, strlen(written), value, strlen(value)) < 0)
+        return -1;
+    for (const char *p = strstr(written, "${"); p; p = strstr(p + 2, "${")) {
+        if (p > written && p[-1] == '$')
+            continue; /* $${: a literal */
+        size_t len = strspn(p + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                   "0123456789_");
+        char name[256];
+        const char *end = strchr(p, '}');
+        if (!len || len >= sizeof(name) || !end)
+            continue;
+        memcpy(name, p + 2, len);
+        name[len] = '\0';
+        const char *v = getenv(name);
+        if (v && *v && config_add_secret(cfg, p, (size_t)(end + 1 - p), v, strlen(v)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* ${NAME} in every value of a line (not the directive's name): the values are rewritten into
- * `buf`. Returns 0 or -1 (message printed). */
-static int substitute(char **args, int n, char *buf, size_t cap, const char *where)
+ * `buf`, and those that took something from the environment are hidden from the messages.
+ * Returns 0 or -1 (message printed). */
+static int substitute(struct config *cfg, char **args, int n, char *buf, size_t cap,
+                      const char *where)
 {
     size_t pos = 0;
     for (int i = 1; i < n; i++) {
@@ -206,9 +233,11 @@ static int substitute(char **args, int n, char *buf, size_t cap, const char *whe
         bool used;
         int len = env_subst(args[i], buf + pos, cap - pos, &used, err, sizeof(err));
         if (len < 0) {
-            fprintf(stderr, "%s: %s\n", where, err);
+            diag("%s: %s\n", where, err);
             return -1;
         }
+        if (used && note_secrets(cfg, args[i], buf + pos) < 0)
+            return -1;
         args[i] = buf + pos;
         pos += (size_t)len + 1;
     }
@@ -228,7 +257,7 @@ static int config_note_file(struct config *cfg, const char *path, bool pattern)
         cfg->conf_file_glob = np;
     char *copy = np ? strdup(path) : NULL;
     if (!copy) {
-        fprintf(stderr, "%s: out of memory\n", path);
+        diag("%s: out of memory\n", path);
         return -1;
     }
     cfg->conf_files[cfg->nconf_files] = copy;
@@ -242,7 +271,7 @@ static int include_line(struct loader *ld, const char *where, const char *path, 
                         int n)
 {
     if (n != 2) {
-        fprintf(stderr, "%s: 'include' takes one file name or pattern\n", where);
+        diag("%s: 'include' takes one file name or pattern\n", where);
         return -1;
     }
     char full[PATH_MAX];
@@ -251,7 +280,7 @@ static int include_line(struct loader *ld, const char *where, const char *path, 
                   ? snprintf(full, sizeof(full), "%s", args[1])
                   : snprintf(full, sizeof(full), "%.*s/%s", (int)(slash - path), path, args[1]);
     if (len < 0 || (size_t)len >= sizeof(full)) {
-        fprintf(stderr, "%s: include: path too long\n", where);
+        diag("%s: include: path too long\n", where);
         return -1;
     }
     bool pattern = strpbrk(args[1], "*?[") != NULL;
@@ -262,9 +291,9 @@ static int include_line(struct loader *ld, const char *where, const char *path, 
     if (grc == GLOB_NOMATCH && pattern)
         return 0;
     if (grc != 0) {
-        fprintf(stderr, "%s: include: cannot open %s: %s\n", where, full,
-                grc == GLOB_NOMATCH ? strerror(ENOENT) : grc == GLOB_NOSPACE ? strerror(ENOMEM)
-                                                                               : "read error");
+        diag("%s: include: cannot open %s: %s\n", where, full,
+             grc == GLOB_NOMATCH ? strerror(ENOENT) : grc == GLOB_NOSPACE ? strerror(ENOMEM)
+                                                                    : "read error");
         return -1;
     }
     int rc = 0;
@@ -286,7 +315,7 @@ static int one_line(struct loader *ld, const char *path, char *line, unsigned li
     int n = tokenize(line, where, args);
     if (n <= 0)
         return n;
-    if (substitute(args, n, values, sizeof(values), where) < 0)
+    if (substitute(ld->cfg, args, n, values, sizeof(values), where) < 0)
         return -1;
     if (!strcmp(args[0], "}"))
         return close_block(ld, where, n);
@@ -302,8 +331,8 @@ static int blocks_closed(const struct loader *ld, const char *path)
 {
     if (blocks_open(ld) <= ld->floor)
         return 0;
-    fprintf(stderr, "%s:%u: '%s' block opened here is not closed\n", path,
-            ld->loc ? ld->location_line : ld->server_line, ld->loc ? "location" : "server");
+    diag("%s:%u: '%s' block opened here is not closed\n", path,
+         ld->loc ? ld->location_line : ld->server_line, ld->loc ? "location" : "server");
     return -1;
 }
 
@@ -314,18 +343,18 @@ static int enter_file(struct loader *ld, const char *path, const char *where)
     char real[PATH_MAX];
     if (!realpath(path, real)) {
         if (where)
-            fprintf(stderr, "%s: include: cannot open %s: %s\n", where, path, strerror(errno));
+            diag("%s: include: cannot open %s: %s\n", where, path, strerror(errno));
         else
-            fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+            diag("%s: cannot open: %s\n", path, strerror(errno));
         return -1;
     }
     for (unsigned i = 0; i < ld->depth; i++)
         if (!strcmp(ld->stack[i], real)) {
-            fprintf(stderr, "%s: include cycle: %s is already being read\n", where, path);
+            diag("%s: include cycle: %s is already being read\n", where, path);
             return -1;
         }
     if (ld->depth == INCLUDE_DEPTH_MAX) {
-        fprintf(stderr, "%s: include: more than %d files nested\n", where, INCLUDE_DEPTH_MAX);
+        diag("%s: include: more than %d files nested\n", where, INCLUDE_DEPTH_MAX);
         return -1;
     }
     memcpy(ld->stack[ld->depth++], real, sizeof(real));
@@ -339,9 +368,9 @@ static int load_file(struct loader *ld, const char *path, const char *includer)
     FILE *f = fopen(path, "r");
     if (!f) {
         if (includer)
-            fprintf(stderr, "%s: include: cannot open %s: %s\n", includer, path, strerror(errno));
+            diag("%s: include: cannot open %s: %s\n", includer, path, strerror(errno));
         else
-            fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+            diag("%s: cannot open: %s\n", path, strerror(errno));
         ld->depth--;
         return -1;
     }
@@ -353,7 +382,7 @@ static int load_file(struct loader *ld, const char *path, const char *includer)
         char where[PATH_MAX + 32];
         snprintf(where, sizeof(where), "%s:%u", path, lineno);
         if (!strchr(line, '\n') && !feof(f)) {
-            fprintf(stderr, "%s: line too long\n", where);
+            diag("%s: line too long\n", where);
             rc = -1;
             break;
         }
@@ -368,7 +397,7 @@ static int config_load_file(struct config *cfg, const char *path)
 {
     struct loader *ld = calloc(1, sizeof(*ld)); /* its stack of paths is too large for a stack */
     if (!ld) {
-        fprintf(stderr, "%s: out of memory\n", path);
+        diag("%s: out of memory\n", path);
         return -1;
     }
     ld->cfg = cfg;
@@ -404,7 +433,10 @@ static void usage(FILE *out)
             "  -V, --version           print the version and exit\n"
             "  -h, --help              print this help and exit\n"
             "\n"
-            "Command-line options override the configuration file.\n");
+            "Command-line options override the configuration file. LFHTTPD_LISTEN,\n"
+            "LFHTTPD_TLS_LISTEN, LFHTTPD_ROOT, LFHTTPD_THREADS, LFHTTPD_CONCURRENCY,\n"
+            "LFHTTPD_USER and LFHTTPD_CONFIG stand for their options, applied before the\n"
+            "command line's (which win).\n");
 }
 
 static bool is_number(const char *s)
@@ -469,18 +501,23 @@ static int apply_flag(struct config *cfg, const char *where, const char *name, c
     return d ? directive_apply(d, &x, &val, 1) : -1;
 }
 
-/* Apply `--name VALUE`. Returns 0 or -1 (message printed). */
-static int cli_option(struct config *cfg, struct cli *cl, const char *name, char *val)
+/* Apply `--name VALUE` (given as `from`: NULL for the command line, else the variable).
+ * Returns 0 or -1 (message printed). */
+static int cli_option(struct config *cfg, struct cli *cl, const char *name, char *val,
+                      const char *from)
 {
     char where[64];
-    snprintf(where, sizeof(where), "lfhttpd: --%s", name);
+    if (from)
+        snprintf(where, sizeof(where), "lfhttpd: %s", from);
+    else
+        snprintf(where, sizeof(where), "lfhttpd: --%s", name);
     if (!strcmp(name, "config"))
         return 0; /* handled in pass 1 */
     if (!strcmp(name, "cert") || !strcmp(name, "key")) {
         bool cert = name[0] == 'c';
         unsigned *n = cert ? &cl->ncert : &cl->nkey;
         if (*n == CONFIG_MAX_CERTS) {
-            fprintf(stderr, "%s: at most %d certificates\n", where, CONFIG_MAX_CERTS);
+            diag("%s: at most %d certificates\n", where, CONFIG_MAX_CERTS);
             return -1;
         }
         (cert ? cl->cert : cl->key)[(*n)++] = val;
@@ -513,8 +550,8 @@ static int cli_certificates(struct config *cfg, const struct cli *cl)
     if (!cl->ncert && !cl->nkey)
         return 0;
     if (cl->ncert != cl->nkey) {
-        fprintf(stderr, "lfhttpd: --cert and --key must be given in pairs (%u --cert, "
-                        "%u --key)\n", cl->ncert, cl->nkey);
+        diag("lfhttpd: --cert and --key must be given in pairs (%u --cert, "
+             "%u --key)\n", cl->ncert, cl->nkey);
         return -1;
     }
     cfg->ncerts = 0;
@@ -550,11 +587,12 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         return CONFIG_ERROR;
     if (cfg->nlisten == nadmin) { /* admin_listen alone does not replace the default listener */
         if (cfg->nlisten == CONFIG_MAX_LISTEN) {
-            fprintf(stderr, "lfhttpd: too many listeners (at most %d)\n", CONFIG_MAX_LISTEN);
+            diag("lfhttpd: too many listeners (at most %d)\n", CONFIG_MAX_LISTEN);
             return CONFIG_ERROR;
         }
         config_parse_listen("0.0.0.0:8080", &cfg->listen[cfg->nlisten]);
         cfg->nlisten++;
+        cfg->listen_default = true;
     }
     bool tls = config_has_tls(cfg);
     if (tls && cfg->ncerts == 0) {
@@ -564,24 +602,24 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
             if (cfg->listen[i].tls)
                 line = cfg->listen[i].line;
         if (line)
-            fprintf(stderr, "%s:%u: a TLS listener needs a certificate (tls_certificate, or "
-                            "--cert FILE --key FILE)\n", cfg->config_file, line);
+            diag("%s:%u: a TLS listener needs a certificate (tls_certificate, or "
+                 "--cert FILE --key FILE)\n", cfg->config_file, line);
         else
-            fprintf(stderr, "lfhttpd: a TLS listener needs a certificate (--cert FILE --key "
-                            "FILE, or tls_certificate in the configuration file)\n");
+            diag("lfhttpd: a TLS listener needs a certificate (--cert FILE --key "
+                 "FILE, or tls_certificate in the configuration file)\n");
         return CONFIG_ERROR;
     }
     if (cfg->tls_ticket_key_file[0] && cfg->tls_ticket_rotation == 0) {
-        fprintf(stderr, "lfhttpd: tls_session_ticket_key_file needs session tickets, which "
-                        "tls_session_ticket_rotation 0 turns off\n");
+        diag("lfhttpd: tls_session_ticket_key_file needs session tickets, which "
+             "tls_session_ticket_rotation 0 turns off\n");
         return CONFIG_ERROR;
     }
     if (cfg->tls_redirect_http && !tls) {
         if (cfg->tls_redirect_line)
-            fprintf(stderr, "%s:%u: tls_redirect_http on needs a TLS listener\n",
-                    cfg->config_file, cfg->tls_redirect_line);
+            diag("%s:%u: tls_redirect_http on needs a TLS listener\n",
+                 cfg->config_file, cfg->tls_redirect_line);
         else
-            fprintf(stderr, "lfhttpd: tls_redirect_http on needs a TLS listener\n");
+            diag("lfhttpd: tls_redirect_http on needs a TLS listener\n");
         return CONFIG_ERROR;
     }
     if (cfg->threads == 0) {
@@ -599,12 +637,76 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
     return CONFIG_OK;
 }
 
+/* The flags LFHTTPD_NAME variables stand for (--tls-listen: LFHTTPD_TLS_LISTEN). */
+static const char *const env_flags[] = { "listen", "tls-listen", "root", "threads",
+                                         "concurrency", "user", NULL };
+#define ENV_VALUE_MAX 1024 /* a variable's value, its addresses included */
+
+/* The variable for `flag` into var[cap]; its value hidden from the messages (diag.h) like a
+ * ${NAME}'s. Returns the value (NULL: unset or empty), or sets *err on failure. */
+static const char *env_flag(struct config *cfg, const char *flag, char *var, size_t cap,
+                            bool *err)
+{
+    size_t n = (size_t)snprintf(var, cap, "LFHTTPD_%s", flag);
+    for (size_t i = 8; i < n && i < cap; i++)
+        var[i] = var[i] == '-' ? '_' : (char)toupper((unsigned char)var[i]);
+    const char *v = getenv(var);
+    if (!v || !*v)
+        return NULL;
+    char ref[80];
+    int rlen = snprintf(ref, sizeof(ref), "${%s}", var);
+    *err = config_add_secret(cfg, ref, (size_t)rlen, v, strlen(v)) < 0;
+    return *err ? NULL : v;
+}
+
+/* LFHTTPD_* variables, applied as their flags before the command line's (which win: its
+ * --listen replaces their listeners, a flag given again overrides). LFHTTPD_LISTEN and
+ * LFHTTPD_TLS_LISTEN take addresses separated by commas or spaces. Returns 0 or -1. */
+static int env_options(struct config *cfg)
+{
+    struct cli cl = { 0 };
+    for (size_t k = 0; env_flags[k]; k++) {
+        char var[40], buf[ENV_VALUE_MAX];
+        bool err = false;
+        const char *v = env_flag(cfg, env_flags[k], var, sizeof(var), &err);
+        if (err)
+            return -1;
+        if (!v)
+            continue;
+        if (strlen(v) >= sizeof(buf)) {
+            diag("lfhttpd: %s: value too long\n", var);
+            return -1;
+        }
+        snprintf(buf, sizeof(buf), "%s", v);
+        bool list = strstr(env_flags[k], "listen") != NULL;
+        char *save = NULL;
+        for (char *t = list ? strtok_r(buf, ", \t", &save) : buf; t;
+             t = list ? strtok_r(NULL, ", \t", &save) : NULL) {
+            char ref[80]; /* each address of a list is hidden on its own too */
+            int rlen = snprintf(ref, sizeof(ref), "${%s}", var);
+            if (config_add_secret(cfg, ref, (size_t)rlen, t, strlen(t)) < 0 ||
+                cli_option(cfg, &cl, env_flags[k], t, var) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 static enum config_result parse_args(struct config *cfg, int argc, char **argv)
 {
     if (config_defaults(cfg) < 0)
         return CONFIG_ERROR;
     cfg->config_file = config_flag(argc, argv);
+    if (!cfg->config_file) {
+        char var[40];
+        bool err = false;
+        cfg->config_file = env_flag(cfg, "config", var, sizeof(var), &err);
+        if (err)
+            return CONFIG_ERROR;
+    }
     if (cfg->config_file && config_load_file(cfg, cfg->config_file) < 0)
+        return CONFIG_ERROR;
+    if (env_options(cfg) < 0)
         return CONFIG_ERROR;
     struct cli cl = { 0 };
     bool only_args = false;
@@ -612,7 +714,7 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
         char *a = argv[i];
         if (only_args || a[0] != '-' || !a[1]) {
             if (cl.root) {
-                fprintf(stderr, "lfhttpd: unexpected argument '%s' (see --help)\n", a);
+                diag("lfhttpd: unexpected argument '%s' (see --help)\n", a);
                 return CONFIG_ERROR;
             }
             cl.root = a;
@@ -631,14 +733,14 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
             char *val = NULL;
             const char *name = option_name(a, &val);
             if (!name) {
-                fprintf(stderr, "lfhttpd: unknown option '%s' (see --help)\n", a);
+                diag("lfhttpd: unknown option '%s' (see --help)\n", a);
                 return CONFIG_ERROR;
             }
             if (!val && i + 1 >= argc) {
-                fprintf(stderr, "lfhttpd: option '--%s' needs a value (see --help)\n", name);
+                diag("lfhttpd: option '--%s' needs a value (see --help)\n", name);
                 return CONFIG_ERROR;
             }
-            if (cli_option(cfg, &cl, name, val ? val : argv[++i]) < 0)
+            if (cli_option(cfg, &cl, name, val ? val : argv[++i], NULL) < 0)
                 return CONFIG_ERROR;
         }
     }
@@ -648,7 +750,9 @@ static enum config_result parse_args(struct config *cfg, int argc, char **argv)
 enum config_result config_from_args(struct config *cfg, int argc, char **argv)
 {
     enum config_result r = parse_args(cfg, argc, argv);
-    if (r != CONFIG_OK)
+    if (r != CONFIG_OK) {
+        diag_secrets(NULL, 0);
         config_free(cfg); /* nothing half-built outlives a failed parse */
+    }
     return r;
 }

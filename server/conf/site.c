@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/hostport.h"
+#include "log/diag.h"
 #include "rules/rules.h"
 
 /* Running out of memory while building a configuration fails the start-up, or the reload
@@ -18,7 +19,7 @@
  * what it was building consistent for site_set_free when it gives up. */
 static int oom(const char *where)
 {
-    fprintf(stderr, "%s: out of memory\n", where);
+    diag("%s: out of memory\n", where);
     return -1;
 }
 
@@ -104,7 +105,7 @@ void site_set_free(struct site_set *ss)
 struct site *site_add_server(struct site_set *ss, const char *where, char **names, int nnames)
 {
     if (nnames < 1) {
-        fprintf(stderr, "%s: 'server' takes one or more names\n", where);
+        diag("%s: 'server' takes one or more names\n", where);
         return NULL;
     }
     struct site *sites = realloc(ss->sites, sizeof(*ss->sites) * (ss->nsites + 1));
@@ -132,7 +133,7 @@ struct site *site_add_server(struct site_set *ss, const char *where, char **name
         }
         const char *n = names[i];
         if ((n[0] == '*' && n[1] != '.') || strchr(n + 1, '*') || strchr(n, '/') || strchr(n, ':')) {
-            fprintf(stderr, "%s: invalid server name '%s' (a host name or *.suffix)\n", where, n);
+            diag("%s: invalid server name '%s' (a host name or *.suffix)\n", where, n);
             for (unsigned k = 0; k < s->nnames; k++)
                 free(s->names[k]); /* the site was not counted: nothing else frees them */
             free(s->names);
@@ -185,7 +186,7 @@ struct loc_conf *site_add_location(struct site *s, const char *where, const char
 {
     bool ext = match[0] == '*' && match[1] == '.' && match[2] && !strchr(match + 1, '/');
     if (!ext && match[0] != '/') {
-        fprintf(stderr, "%s: 'location' takes a path prefix (/assets/) or *.EXT\n", where);
+        diag("%s: 'location' takes a path prefix (/assets/) or *.EXT\n", where);
         return NULL;
     }
     struct loc_conf *locs = realloc(s->locs, sizeof(*s->locs) * (s->nlocs + 1));
@@ -375,8 +376,8 @@ int site_set_check(const struct site_set *ss)
         for (unsigned j = 0; j <= ss->sites[i].nlocs; j++) {
             const struct loc_conf *lc = j == 0 ? &ss->sites[i].base : &ss->sites[i].locs[j - 1];
             if (lc->auth_realm[0] && !lc->auth_file) {
-                fprintf(stderr, "%s: auth_basic \"%s\" needs auth_basic_user_file\n",
-                        lc->auth_where ? lc->auth_where : "lfhttpd", lc->auth_realm);
+                diag("%s: auth_basic \"%s\" needs auth_basic_user_file\n",
+                     lc->auth_where ? lc->auth_where : "lfhttpd", lc->auth_realm);
                 return -1;
             }
             if (conf_loc_check(lc) < 0)

@@ -12,8 +12,16 @@
 #include "conf/config.h"
 #include "conf/directives.h"
 #include "conf/site.h"
+#include "log/diag.h"
 #include "log/log.h"
 #include "rules/rules.h"
+
+/* A rule's error, as the rules engine wrote it (FILE:LINE: reason), through diag(): called
+ * where a local `diag` (struct rules_diag) hides the function. */
+static void rules_error(const char *msg)
+{
+    diag("%s\n", msg);
+}
 
 /* The largest rule file read: the bounds of rules.h (2,100 rules of at most RULES_MAX_LINE
  * bytes) with room for comments; a larger file is refused rather than read. */
@@ -58,7 +66,7 @@ static int keep_rule(const struct dir_ctx *x, struct conf_rule *r)
     rc = r->header ? rules_add_header(set, r->file, r->line, r->text, r->name, r->value, &diag)
                    : rules_add_redirect(set, r->file, r->line, r->text, &diag);
     if (rc < 0) {
-        fprintf(stderr, "%s\n", diag.error);
+        rules_error(diag.error);
         goto out;
     }
     struct loc_conf *lc = x->lc;
@@ -99,18 +107,18 @@ int site_rules_redirect(const struct directive *d, const struct dir_ctx *x, char
     bool redirect = !strcmp(d->name, "redirect"), rewrite = !strcmp(d->name, "rewrite");
 
     if (redirect && nargs == 3 && !redirect_status(args[2])) {
-        fprintf(stderr, "%s: 'redirect' takes a status 301, 302, 303, 307 or 308 (with '!' "
-                "to apply over an existing file), not '%s'\n", x->where, args[2]);
+        diag("%s: 'redirect' takes a status 301, 302, 303, 307 or 308 (with '!' "
+             "to apply over an existing file), not '%s'\n", x->where, args[2]);
         return -1;
     }
     if (rewrite && nargs == 3 && strcmp(args[2], "force")) {
-        fprintf(stderr, "%s: 'rewrite' takes FROM TO [force], not '%s'\n", x->where, args[2]);
+        diag("%s: 'rewrite' takes FROM TO [force], not '%s'\n", x->where, args[2]);
         return -1;
     }
     for (int i = 0; i < nargs && n < sizeof(text); i++) {
         const char *a = rewrite && i == 2 ? "200!" : args[i];
         if (strpbrk(a, " \t")) {
-            fprintf(stderr, "%s: '%s' values are single words: '%s'\n", x->where, d->name, a);
+            diag("%s: '%s' values are single words: '%s'\n", x->where, d->name, a);
             return -1;
         }
         n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s", i ? " " : "", a);
@@ -118,7 +126,7 @@ int site_rules_redirect(const struct directive *d, const struct dir_ctx *x, char
     if (rewrite && nargs == 2 && n < sizeof(text))
         n += (size_t)snprintf(text + n, sizeof(text) - n, " 200");
     if (n >= sizeof(text)) {
-        fprintf(stderr, "%s: '%s' longer than %d bytes\n", x->where, d->name, RULES_MAX_LINE);
+        diag("%s: '%s' longer than %d bytes\n", x->where, d->name, RULES_MAX_LINE);
         return -1;
     }
     struct conf_rule r = { .text = strdup(text) };
@@ -293,7 +301,7 @@ int site_rules_finish(struct site_set *ss)
         ss->sites[0].base.rules_files = 0; /* off unless asked: see README, "Site rules" */
     for (unsigned i = 0; i < ss->nsites; i++)
         if (finish_site(ss, i, &diag) < 0) {
-            fprintf(stderr, "%s\n", diag.error);
+            rules_error(diag.error);
             return -1;
         }
     return 0;

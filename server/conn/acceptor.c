@@ -13,6 +13,7 @@
 
 #include "conn/connection.h"
 #include "lf/handle_set.h"
+#include "log/diag.h"
 #include "log/log.h"
 
 #define ACCEPT_BATCH 32
@@ -69,7 +70,7 @@ int acceptor_adopt(struct conn_list *conns, struct listener *l, int fd)
 {
     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (copy < 0) {
-        fprintf(stderr, "lfhttpd: listen %s: %s\n", l->addr.text, strerror(errno));
+        diag("lfhttpd: listen %s: %s\n", l->addr.text, strerror(errno));
         return -1;
     }
     listen_url(copy, l->addr.tls, l->url, sizeof(l->url));

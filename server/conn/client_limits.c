@@ -382,7 +382,7 @@ int limits_connection_open(const struct runtime *rt, const struct in6_addr *peer
     *slot = LIMIT_NONE;
     /* Behind a trusted proxy the clients are known per request only (X-Forwarded-For). */
     *at_request = cidr_list_match(&cfg->trusted_proxies, peer);
-    if (!rt->limits || !cfg->limit_conn_per_ip || *at_request ||
+    if (!rt->limits || !cfg->limit_conn_per_ip || *at_request || netaddr_is_unix(peer) ||
         cidr_list_match(&cfg->limit_allow, peer))
         return 0;
     struct in6_addr key;
@@ -446,7 +446,7 @@ int limits_request(const struct runtime *rt, const struct loc_conf *lc,
     *retry_after = 1;
     bool conns = at_request && cfg->limit_conn_per_ip;
     if (!rt->limits || (!conns && lc->limit_conn <= 0 && !lc->limit_req_interval) ||
-        cidr_list_match(&cfg->limit_allow, client))
+        netaddr_is_unix(client) || cidr_list_match(&cfg->limit_allow, client))
         return 0;
     struct in6_addr key;
     limit_key(client, &key);

@@ -190,6 +190,8 @@ int conn_create(const struct listener *l, int fd, const struct sockaddr_storage 
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)peer;
         c->peer_addr = in6->sin6_addr;
         c->peer_port = in6->sin6_port;
+    } else if (peer->ss_family == AF_UNIX) {
+        netaddr_set_unix(&c->peer_addr); /* "unix:", port 0: netaddr.h */
     } else {
         const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)peer;
         c->peer_port = in4->sin_port;
@@ -1073,6 +1075,11 @@ static int sink_local_address(const struct sink *s, struct sockaddr_in6 *out)
         return -errno;
     if (local.ss_family == AF_INET6) {
         memcpy(out, &local, sizeof(*out));
+        return 0;
+    }
+    if (local.ss_family == AF_UNIX) {
+        *out = (struct sockaddr_in6){ .sin6_family = AF_INET6 };
+        netaddr_set_unix(&out->sin6_addr);
         return 0;
     }
     const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)&local;

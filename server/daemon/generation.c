@@ -18,6 +18,7 @@
 #include "daemon/server.h"
 #include "conf/site.h"
 #include "net/tls.h"
+#include "log/diag.h"
 
 static void destroy_location(struct loc_conf *lc, struct site_set *ss)
 {
@@ -85,7 +86,7 @@ static int open_root(struct site_set *ss, struct loc_conf *lc)
 open:
     lc->root_fd = open(lc->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (lc->root_fd < 0 || faccessat(lc->root_fd, ".", R_OK | X_OK, 0) < 0) {
-        fprintf(stderr, "lfhttpd: document root %s: %s\n", lc->root, strerror(errno));
+        diag("lfhttpd: document root %s: %s\n", lc->root, strerror(errno));
         return -1;
     }
     root_identify(lc);
@@ -103,7 +104,7 @@ static int init_location(struct server *srv, struct runtime *rt, const struct ru
         return -1;
     if (lc->auth_realm[0]) {
         if (!lc->auth_file) {
-            fprintf(stderr, "lfhttpd: auth_basic \"%s\" needs auth_basic_user_file\n", lc->auth_realm);
+            diag("lfhttpd: auth_basic \"%s\" needs auth_basic_user_file\n", lc->auth_realm);
             return -1;
         }
         lc->auth_users = auth_load(lc->auth_file);
@@ -113,7 +114,7 @@ static int init_location(struct server *srv, struct runtime *rt, const struct ru
     unsigned slot;
     lc->ops = handler_lookup(lc->handler, &slot);
     if (!lc->ops) {
-        fprintf(stderr, "lfhttpd: unknown handler '%s'\n", lc->handler);
+        diag("lfhttpd: unknown handler '%s'\n", lc->handler);
         return -1;
     }
     struct handler_env env = { .srv = srv, .rt = rt, .process = &srv->handler_state[slot],
@@ -121,8 +122,8 @@ static int init_location(struct server *srv, struct runtime *rt, const struct ru
     char err[256] = "out of memory";
     lc->instance = lc->ops->create(&env, lc, err, sizeof(err));
     if (!lc->instance) {
-        fprintf(stderr, "%s: handler %s: %s\n", lc->handler_where ? lc->handler_where : "lfhttpd",
-                lc->handler, err);
+        diag("%s: handler %s: %s\n", lc->handler_where ? lc->handler_where : "lfhttpd",
+             lc->handler, err);
         return -1;
     }
     return 0;
@@ -154,7 +155,7 @@ static int attach_limits(struct server *srv, struct runtime *rt)
         uint64_t n = c->limit_table_size ? c->limit_table_size : 4 * (uint64_t)c->max_connections;
         t = limit_table_new(n > UINT32_MAX ? UINT32_MAX : (unsigned)n);
         if (!t) {
-            fprintf(stderr, "lfhttpd: per-client limits: out of memory\n");
+            diag("lfhttpd: per-client limits: out of memory\n");
             return -1;
         }
         atomic_store_explicit(&srv->limits, t, memory_order_release);
@@ -167,7 +168,7 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
 {
     struct runtime *rt = calloc(1, sizeof(*rt));
     if (!rt) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
+        diag("lfhttpd: out of memory\n");
         config_free(cfg);
         return NULL;
     }

@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 
 #include "conf/config.h"
+#include "log/diag.h"
 #include "log/log.h"
 #include "daemon/probe.h"
 #include "daemon/server.h"
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
         break;
     }
     log_init((enum log_level)cfg.log_level, 2);
+    log_set_json(cfg.error_log_json);
 
     /* The configuration's allocations now belong to the server's first runtime. */
     bool test_only = cfg.test_only;
@@ -42,10 +44,12 @@ int main(int argc, char **argv)
         return 2;
     }
     if (test_only) {
-        fprintf(stderr, "lfhttpd: configuration %s is valid\n", file ? file : "(command line)");
+        diag("lfhttpd: configuration %s is valid\n", file ? file : "(command line)");
+        diag_secrets(NULL, 0);
         server_destroy(&srv);
         return 0;
     }
+    diag_secrets(NULL, 0); /* the messages about the configuration are behind us */
     server_run(&srv);
     server_destroy(&srv);
     return 0;

@@ -30,6 +30,7 @@
 #include "conn/acceptor.h"
 #include "conn/connection.h"
 #include "exchange/handler.h"
+#include "log/diag.h"
 #include "log/log.h"
 #include "conf/runtime.h"
 #include "daemon/watch.h"
@@ -200,7 +201,7 @@ static int add_handle(struct server *srv, struct server_handle *h, int fd,
                       const struct event_handler_ops *ops, const char *what)
 {
     if (fd < 0) {
-        fprintf(stderr, "lfhttpd: %s: %s\n", what, strerror(errno));
+        diag("lfhttpd: %s: %s\n", what, strerror(errno));
         return -1;
     }
     h->eh.fd = fd;
@@ -211,7 +212,7 @@ static int add_handle(struct server *srv, struct server_handle *h, int fd,
     for (unsigned i = 0; i < sets; i++) {
         int rc = hs_add(&srv->hs[i], &h->eh, EPOLLIN);
         if (rc < 0) {
-            fprintf(stderr, "lfhttpd: %s: epoll: %s\n", what, strerror(-rc));
+            diag("lfhttpd: %s: epoll: %s\n", what, strerror(-rc));
             return -1;
         }
     }
@@ -231,7 +232,7 @@ static int drop_privileges(const struct config *cfg)
     char buf[4096];
     struct passwd pw, *pwp = NULL;
     if (getpwnam_r(user, &pw, buf, sizeof(buf), &pwp) != 0 || !pwp) {
-        fprintf(stderr, "lfhttpd: user '%s' does not exist\n", user);
+        diag("lfhttpd: user '%s' does not exist\n", user);
         return -1;
     }
     gid_t gid = pw.pw_gid;
@@ -239,7 +240,7 @@ static int drop_privileges(const struct config *cfg)
         char gbuf[4096];
         struct group gr, *grp = NULL;
         if (getgrnam_r(cfg->group, &gr, gbuf, sizeof(gbuf), &grp) != 0 || !grp) {
-            fprintf(stderr, "lfhttpd: group '%s' does not exist\n", cfg->group);
+            diag("lfhttpd: group '%s' does not exist\n", cfg->group);
             return -1;
         }
         gid = gr.gr_gid;
@@ -249,11 +250,11 @@ static int drop_privileges(const struct config *cfg)
         return 0;
     }
     if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(pw.pw_uid) < 0) {
-        fprintf(stderr, "lfhttpd: cannot become user '%s': %s\n", user, strerror(errno));
+        diag("lfhttpd: cannot become user '%s': %s\n", user, strerror(errno));
         return -1;
     }
     if (setuid(0) == 0) { /* must be impossible now */
-        fprintf(stderr, "lfhttpd: privileges could not be dropped\n");
+        diag("lfhttpd: privileges could not be dropped\n");
         return -1;
     }
     log_notice("running as user %s (uid %u, gid %u)", user, (unsigned)pw.pw_uid, (unsigned)gid);
@@ -307,8 +308,8 @@ static int adopt_listener(struct server *srv, unsigned i, const struct listen_ad
             continue;
         for (unsigned k = 0; k < copies; k++) {
             if (i + n >= SERVER_MAX_LISTENERS) {
-                fprintf(stderr, "lfhttpd: too many listeners over the server's lifetime (%d)\n",
-                        SERVER_MAX_LISTENERS);
+                diag("lfhttpd: too many listeners over the server's lifetime (%d)\n",
+                     SERVER_MAX_LISTENERS);
                 goto fail;
             }
             struct listener *l = &srv->listeners[i + n];
@@ -322,8 +323,8 @@ static int adopt_listener(struct server *srv, unsigned i, const struct listen_ad
         }
     }
     if (n == 0 && la->fdname[0]) {
-        fprintf(stderr, "lfhttpd: listen %s: systemd passed no socket named '%s' "
-                        "(FileDescriptorName= in the .socket unit)\n", la->text, la->fdname);
+        diag("lfhttpd: listen %s: systemd passed no socket named '%s' "
+             "(FileDescriptorName= in the .socket unit)\n", la->text, la->fdname);
         return -1;
     }
     return (int)n;
@@ -345,8 +346,8 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
     bool reuseport = srv->pool.mode == CONC_REUSEPORT;
     unsigned copies = reuseport ? srv->nhs : 1;
     if (i + copies > SERVER_MAX_LISTENERS) {
-        fprintf(stderr, "lfhttpd: too many listeners over the server's lifetime (%d%s)\n",
-                SERVER_MAX_LISTENERS, reuseport ? "; reuseport opens one per thread" : "");
+        diag("lfhttpd: too many listeners over the server's lifetime (%d%s)\n",
+             SERVER_MAX_LISTENERS, reuseport ? "; reuseport opens one per thread" : "");
         return -1;
     }
     struct sockaddr_storage bound;
@@ -357,7 +358,12 @@ static int open_listener(struct server *srv, unsigned i, const struct listen_add
         l->eh.fd = -1;
         l->hs = &srv->hs[k];
         l->copy = k;
-        if (acceptor_open(&srv->conns, l, reuseport, k ? &bound : NULL) < 0) {
+        /* A path cannot be bound twice: reuseport's other copies share the one socket. */
+        int rc = k && la->ss.ss_family == AF_UNIX
+                     ? acceptor_adopt(&srv->conns, l, srv->listeners[i].eh.fd)
+                     : acceptor_open(&srv->conns, l, reuseport, k ? &bound : NULL);
+        l->inherited = false;
+        if (rc < 0) {
             for (unsigned j = 0; j < k; j++)
                 close(srv->listeners[i + j].eh.fd);
             return -1;
@@ -403,7 +409,7 @@ static int add_core_handles(struct server *srv)
         return -1;
     int rc = timer_init(&srv->timers, srv->hs);
     if (rc < 0) {
-        fprintf(stderr, "lfhttpd: timerfd: %s\n", strerror(-rc));
+        diag("lfhttpd: timerfd: %s\n", strerror(-rc));
         return -1;
     }
     srv->watch = watch_new(&srv->hs[0], reload_cb, srv);
@@ -416,15 +422,11 @@ static int add_core_handles(struct server *srv)
  * matches it, else bound here); a passed socket that no listener takes is an error. */
 static int open_listeners(struct server *srv, const struct config *c)
 {
-    if (systemd_init(&srv->sd, TICK_MS) < 0)
-        return -1;
-    srv->sd.summary = status_summary;
-    srv->sd.summary_arg = srv;
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, c->listen, c->nlisten);
     if (unused) {
-        fprintf(stderr, "lfhttpd: socket '%s' passed by systemd is used by no listener (add "
-                        "'listen systemd:%s' or 'tls_listen systemd:%s', or listen on its "
-                        "address)\n", unused->name, unused->name, unused->name);
+        diag("lfhttpd: socket '%s' passed by systemd is used by no listener (add "
+             "'listen systemd:%s' or 'tls_listen systemd:%s', or listen on its "
+             "address)\n", unused->name, unused->name, unused->name);
         return -1;
     }
     for (unsigned i = 0, n = 0; i < c->nlisten; i++) {
@@ -436,6 +438,17 @@ static int open_listeners(struct server *srv, const struct config *c)
     }
     note_https_port(srv);
     return 0;
+}
+
+/* No listener configured, and systemd passed sockets: serve on them instead of the default
+ * (socket activation with a configuration that names no address). */
+static void listen_on_passed(const struct systemd_state *sd, struct config *cfg)
+{
+    if (!cfg->listen_default || !sd->nsockets)
+        return;
+    cfg->nlisten--; /* the default, added last */
+    cfg->nlisten += systemd_listeners(sd, cfg->listen + cfg->nlisten,
+                                      CONFIG_MAX_LISTEN - cfg->nlisten);
 }
 
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
@@ -453,6 +466,13 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
+    if (!test_only) { /* -t takes no socket: they stay for the server it checks for */
+        if (systemd_init(&srv->sd, TICK_MS) < 0)
+            return -1;
+        srv->sd.summary = status_summary;
+        srv->sd.summary_arg = srv;
+        listen_on_passed(&srv->sd, cfg);
+    }
     struct runtime *rt = runtime_build(srv, cfg, ++srv->generation);
     if (!rt)
         return -1;
@@ -465,7 +485,7 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     srv->nhs = c->concurrency == CONC_REUSEPORT ? c->threads : 1;
     srv->hs = calloc(srv->nhs, sizeof(*srv->hs));
     if (!srv->hs) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
+        diag("lfhttpd: out of memory\n");
         return -1;
     }
     for (unsigned i = 0; i < srv->nhs; i++)
@@ -473,14 +493,14 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     for (unsigned i = 0; i < srv->nhs; i++) {
         int rc = tp_handle_set_init(&srv->hs[i], (enum concurrency)c->concurrency);
         if (rc < 0) {
-            fprintf(stderr, "lfhttpd: epoll_create: %s\n", strerror(-rc));
+            diag("lfhttpd: epoll_create: %s\n", strerror(-rc));
             return -1;
         }
     }
     int rc = tp_init(&srv->pool, srv, (enum concurrency)c->concurrency, srv->hs, srv->nhs,
                      c->threads, c->batch);
     if (rc < 0) {
-        fprintf(stderr, "lfhttpd: thread pool: %s\n", strerror(-rc));
+        diag("lfhttpd: thread pool: %s\n", strerror(-rc));
         return -1;
     }
     if (open_listeners(srv, c) < 0)
@@ -498,14 +518,14 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
         acceptor_tune(&srv->listeners[i]);
         rc = acceptor_start(&srv->listeners[i]);
         if (rc < 0) {
-            fprintf(stderr, "lfhttpd: epoll add listener: %s\n", strerror(-rc));
+            diag("lfhttpd: epoll add listener: %s\n", strerror(-rc));
             return -1;
         }
     }
     char err[128];
     /* after dropping privileges: watch what the server can still read */
     if (watch_update(srv->watch, c, err, sizeof(err)) < 0) {
-        fprintf(stderr, "lfhttpd: reload_on_change: %s\n", err);
+        diag("lfhttpd: reload_on_change: %s\n", err);
         return -1;
     }
     return 0;
@@ -519,9 +539,10 @@ static void warn_restart_only(const struct config *cfg, const struct runtime *cu
         cfg->concurrency != cur->cfg.concurrency ||
         strcmp(cfg->user, cur->cfg.user) || strcmp(cfg->group, cur->cfg.group) ||
         strcmp(cfg->error_log, cur->cfg.error_log) ||
+        cfg->error_log_json != cur->cfg.error_log_json ||
         (cur->limits && cfg->limit_table_size != cur->cfg.limit_table_size))
-        log_warn("%s: threads, leader_batch, concurrency, user, group, error_log and "
-                 "limit_table_size take effect only after a restart", why);
+        log_warn("%s: threads, leader_batch, concurrency, user, group, error_log, "
+                 "error_log_format and limit_table_size take effect only after a restart", why);
 }
 
 /* Bind the listeners of `c` that are not open yet, from slot *n on (slots not yet published:
@@ -602,6 +623,7 @@ static void reload(struct server *srv, const char *why)
         goto not_reloaded; /* (it freed what it had parsed) */
     cur = server_runtime(srv);
     warn_restart_only(cfg, cur, why);
+    listen_on_passed(&srv->sd, cfg);
     const struct systemd_socket *unused = systemd_unclaimed(&srv->sd, cfg->listen, cfg->nlisten);
     if (unused) {
         log_error("%s: socket '%s' passed by systemd would be used by no listener; "
@@ -630,6 +652,7 @@ not_reloaded:
     log_error("%s: configuration not reloaded (see the line above); keeping generation %u",
               why, srv->generation);
 out:
+    diag_secrets(NULL, 0); /* before the runtime that holds them may go */
     runtime_unref(rt);
     runtime_unref(cur);
     free(cfg);
@@ -661,8 +684,15 @@ void server_run(struct server *srv)
         if (srv->listeners[i].copy == 0)
             log_notice("listening on %s", srv->listeners[i].url);
     struct runtime *rt = server_runtime(srv);
-    log_notice("lfhttpd serving %s with %u threads (%s; %s)", rt->cfg.sites.sites[0].base.root,
-               srv->pool.nthreads, concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
+    /* A root from the environment is shown as its reference (diag.h); only the root: a
+     * count or a model's name may well equal a short value taken from the environment. */
+    const char *root = rt->cfg.sites.sites[0].base.root;
+    char shown[PATH_MAX];
+    diag_secrets(rt->cfg.secrets, rt->cfg.nsecrets);
+    diag_scrub(root, strlen(root), shown, sizeof(shown));
+    diag_secrets(NULL, 0);
+    log_notice("lfhttpd serving %s with %u threads (%s; %s)", shown, srv->pool.nthreads,
+               concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
     runtime_unref(rt);
     /* Every listener is in the handle set; requests are answered from the first tp_run
      * iteration on. (Before this, a probe's connection waits in the listen queue.) */
@@ -736,8 +766,12 @@ void server_destroy(struct server *srv)
     srv->watch = NULL;
     handlers_stop(srv);
     conn_free_open(&srv->conns);
-    for (unsigned i = 0; i < srv->nlisteners; i++)
-        close(srv->listeners[i].eh.fd);
+    for (unsigned i = 0; i < srv->nlisteners; i++) {
+        const struct listener *l = &srv->listeners[i];
+        if (l->copy == 0 && !l->inherited && !atomic_load(&l->closed))
+            listen_unlink(&l->addr); /* our socket file: no stale one left behind */
+        close(l->eh.fd);
+    }
     systemd_close(&srv->sd);
     if (srv->timer.eh.fd >= 0)
         close(srv->timer.eh.fd);

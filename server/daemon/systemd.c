@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "base/clock.h"
 #include "conf/config.h"
 #include "log/log.h"
+#include "log/diag.h"
 
 /* STATUS= from the tick is rebuilt every this many ticks (once a second at 250 ms) and sent
  * only when it changed. */
@@ -33,7 +35,7 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
     char **names = NULL;
     int n = sd_listen_fds_with_names(1, &names);
     if (n < 0) {
-        fprintf(stderr, "lfhttpd: sockets passed by systemd: %s\n", strerror(-n));
+        diag("lfhttpd: sockets passed by systemd: %s\n", strerror(-n));
         return -1;
     }
     int rc = 0;
@@ -42,8 +44,8 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
         const char *name = names && names[i] ? names[i] : "unknown";
         if (rc < 0 || sd->nsockets == SYSTEMD_MAX_SOCKETS) {
             if (rc == 0)
-                fprintf(stderr, "lfhttpd: systemd passed %d sockets; at most %d are served\n", n,
-                        SYSTEMD_MAX_SOCKETS);
+                diag("lfhttpd: systemd passed %d sockets; at most %d are served\n", n,
+                     SYSTEMD_MAX_SOCKETS);
             rc = -1;
             close(fd);
             continue;
@@ -52,10 +54,11 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
         s->fd = fd;
         snprintf(s->name, sizeof(s->name), "%s", name);
         s->sslen = sizeof(s->ss);
-        if ((sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) <= 0) ||
+        if ((sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) <= 0 &&
+             sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) ||
             getsockname(fd, (struct sockaddr *)&s->ss, &s->sslen) < 0) {
-            fprintf(stderr, "lfhttpd: socket %d ('%s') passed by systemd is not a listening TCP "
-                            "socket (ListenStream= with an address or a port)\n", fd, name);
+            diag("lfhttpd: socket %d ('%s') passed by systemd is not a listening stream "
+                 "socket (ListenStream= with an address, a port or a path)\n", fd, name);
             close(fd);
             rc = -1;
             continue;
@@ -64,7 +67,7 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
          * says NonBlocking=yes, and the acceptor needs EAGAIN. */
         int fl = fcntl(fd, F_GETFL);
         if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-            fprintf(stderr, "lfhttpd: socket '%s' passed by systemd: %s\n", name, strerror(errno));
+            diag("lfhttpd: socket '%s' passed by systemd: %s\n", name, strerror(errno));
             close(fd);
             rc = -1;
             continue;
@@ -100,6 +103,11 @@ static bool same_address(const struct sockaddr_storage *a, const struct sockaddr
         return x->sin6_port == y->sin6_port &&
                !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
     }
+    if (a->ss_family == AF_UNIX) { /* a path (an abstract name never equals a configured one) */
+        const struct sockaddr_un *x = (const struct sockaddr_un *)(const void *)a;
+        const struct sockaddr_un *y = (const struct sockaddr_un *)(const void *)b;
+        return x->sun_path[0] && !strncmp(x->sun_path, y->sun_path, sizeof(x->sun_path));
+    }
     return false;
 }
 
@@ -108,6 +116,19 @@ bool systemd_socket_matches(const struct systemd_socket *s, const struct listen_
     if (la->fdname[0])
         return !strcmp(la->fdname, s->name);
     return same_address(&s->ss, &la->ss);
+}
+
+unsigned systemd_listeners(const struct systemd_state *sd, struct listen_addr *la, unsigned cap)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < sd->nsockets && n < cap; i++, n++) {
+        const struct systemd_socket *s = &sd->sockets[i];
+        memset(&la[n], 0, sizeof(la[n]));
+        la[n].ss = s->ss; /* matched by its address: names may repeat */
+        la[n].sslen = s->sslen;
+        snprintf(la[n].text, sizeof(la[n].text), "systemd:%s", s->name);
+    }
+    return n;
 }
 
 const struct systemd_socket *systemd_unclaimed(const struct systemd_state *sd,

@@ -16,7 +16,10 @@
  * of binding when it names it (`listen systemd:NAME`, `tls_listen systemd:NAME`: every socket
  * with that FileDescriptorName=) or when its address is the socket's address. Every inherited
  * socket must be used by a listener: one that is not would leave its clients waiting forever in
- * a backlog nobody accepts from, so start-up fails and a reload is refused instead. */
+ * a backlog nobody accepts from, so start-up fails and a reload is refused instead. With no
+ * listener configured at all (neither `listen` nor --listen: the default 0.0.0.0:8080 only),
+ * the passed sockets are the listeners, plain HTTP, instead of the default. TCP and Unix-domain
+ * stream sockets are taken. */
 #ifndef LF_SYSTEMD_H
 #define LF_SYSTEMD_H
 
@@ -61,6 +64,8 @@ void systemd_close(struct systemd_state *sd);
 
 /* Does `la` name this inherited socket (`systemd:NAME`) or is it bound to `la`'s address? */
 bool systemd_socket_matches(const struct systemd_socket *s, const struct listen_addr *la);
+/* A listener for each inherited socket (by its address) into la[0..cap): how many. */
+unsigned systemd_listeners(const struct systemd_state *sd, struct listen_addr *la, unsigned cap);
 /* The first inherited socket that none of the `n` listeners in `la` would use, or NULL. */
 const struct systemd_socket *systemd_unclaimed(const struct systemd_state *sd,
                                                const struct listen_addr *la, unsigned n);

@@ -21,6 +21,7 @@
 #include "lf/handle_set.h"
 #include "log/log.h"
 #include "conf/site.h"
+#include "log/diag.h"
 
 /* On a directory: a name in it created, replaced, written, removed or changed mode. */
 #define DIR_MASK (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE | IN_ATTRIB | \
@@ -155,7 +156,7 @@ struct config_watch *watch_new(struct handle_set *hs, watch_reload_fn reload, vo
 {
     struct config_watch *w = calloc(1, sizeof(*w));
     if (!w) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
+        diag("lfhttpd: out of memory\n");
         return NULL;
     }
     pthread_mutex_init(&w->lock, NULL);

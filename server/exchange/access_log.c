@@ -19,6 +19,7 @@
 #include "base/json.h"
 #include "base/netaddr.h"
 #include "conf/runtime.h"
+#include "log/diag.h"
 
 #define LINE_MAX_BYTES 16384
 /* Longest escaped output of one request-controlled field; longer ones are cut (to a prefix).
@@ -56,12 +57,12 @@ int access_log_open(struct runtime *rt)
         return 0;
     rt->access_fd = open_target(t);
     if (rt->access_fd < 0) {
-        fprintf(stderr, "lfhttpd: access log %s: %s\n", t, strerror(errno));
+        diag("lfhttpd: access log %s: %s\n", t, strerror(errno));
         return -1;
     }
     rt->access_log = malloc(sizeof(*rt->access_log));
     if (!rt->access_log) {
-        fprintf(stderr, "lfhttpd: out of memory\n");
+        diag("lfhttpd: out of memory\n");
         return -1;
     }
     logfile_init(rt->access_log, rt->access_fd);

@@ -14,6 +14,7 @@
 
 #include "exchange/exchange.h"
 #include "conf/site.h"
+#include "log/diag.h"
 
 #define AUTH_CACHE_SLOTS 8
 #define AUTH_CACHE_SECONDS 60
@@ -42,7 +43,7 @@ struct auth_users *auth_load(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "%s: cannot open: %m\n", path);
+        diag("%s: cannot open: %m\n", path);
         return NULL;
     }
     struct auth_users *u = calloc(1, sizeof(*u));
@@ -56,17 +57,16 @@ struct auth_users *auth_load(const char *path)
             continue;
         char *colon = strchr(line, ':');
         if (!colon || colon == line) {
-            fprintf(stderr, "%s:%u: expected USER:HASH\n", path, lineno);
+            diag("%s:%u: expected USER:HASH\n", path, lineno);
             ok = false;
             break;
         }
         *colon = '\0';
         const char *hash = colon + 1;
         if (!supported_hash(hash)) {
-            fprintf(stderr,
-                    "%s:%u: user '%s': unsupported or plain-text password hash (use bcrypt, "
-                    "e.g. htpasswd -B, or SHA-crypt)\n",
-                    path, lineno, line);
+            diag("%s:%u: user '%s': unsupported or plain-text password hash (use bcrypt, "
+                 "e.g. htpasswd -B, or SHA-crypt)\n",
+                 path, lineno, line);
             ok = false;
             break;
         }
@@ -82,7 +82,7 @@ struct auth_users *auth_load(const char *path)
     }
     fclose(f);
     if (ok && u->n == 0) {
-        fprintf(stderr, "%s: no users\n", path);
+        diag("%s: no users\n", path);
         ok = false;
     }
     if (!ok) {

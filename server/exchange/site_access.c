@@ -9,6 +9,7 @@
 
 #include "conf/directives.h"
 #include "exchange/exchange.h"
+#include "log/diag.h"
 
 #define CORS_MAX_AGE_DEFAULT_MS 600000 /* a browser asks again after 10 minutes */
 /* RFC 9110 5.6.2: the characters of a token (a method or a field name). */
@@ -43,8 +44,8 @@ static int d_rule(const struct directive *d, const struct dir_ctx *x, char **arg
         if (!strcmp(args[i], "all")) {
             memset(&r->net, 0, sizeof(r->net)); /* ::/0: every address, IPv4 ones too */
         } else if (cidr_parse(args[i], &r->net) < 0) {
-            fprintf(stderr, "%s: invalid address or CIDR range '%s' for '%s' (or all)\n",
-                    x->where, args[i], d->name);
+            diag("%s: invalid address or CIDR range '%s' for '%s' (or all)\n",
+                 x->where, args[i], d->name);
             return -1;
         }
         r->allow = d->name[0] == 'a';
@@ -76,8 +77,8 @@ static int check_any_credentials(const struct dir_ctx *x, const struct access_co
 {
     if (!ac->origin_any || ac->credentials != 1)
         return 0;
-    fprintf(stderr, "%s: cors_allow_origin * with cors_allow_credentials on: browsers refuse "
-            "credentials for any origin; list the origins instead\n", x->where);
+    diag("%s: cors_allow_origin * with cors_allow_credentials on: browsers refuse "
+         "credentials for any origin; list the origins instead\n", x->where);
     return -1;
 }
 
@@ -87,11 +88,11 @@ static int d_origins(const struct directive *d, const struct dir_ctx *x, char **
     struct access_conf *ac = blk(d, x);
     bool any = !strcmp(args[0], "*"), off = !strcmp(args[0], "off");
     if ((any || off) && nargs > 1) {
-        fprintf(stderr, "%s: '%s' takes %s ('%s' alone)\n", x->where, d->name, d->takes, args[0]);
+        diag("%s: '%s' takes %s ('%s' alone)\n", x->where, d->name, d->takes, args[0]);
         return -1;
     }
     if (nargs > ORIGINS_MAX) {
-        fprintf(stderr, "%s: '%s' takes at most %d origins\n", x->where, d->name, ORIGINS_MAX);
+        diag("%s: '%s' takes at most %d origins\n", x->where, d->name, ORIGINS_MAX);
         return -1;
     }
     for (int i = 0; i < ac->norigins; i++) /* a later line replaces an earlier one */
@@ -100,8 +101,8 @@ static int d_origins(const struct directive *d, const struct dir_ctx *x, char **
     ac->origin_any = any;
     for (int i = 0; i < nargs && !any && !off; i++) {
         if (!strcmp(args[i], "null") || !origin_ok(args[i])) {
-            fprintf(stderr, "%s: invalid origin '%s' for '%s' (scheme://host[:port]; never "
-                    "null, which any sandboxed page sends)\n", x->where, args[i], d->name);
+            diag("%s: invalid origin '%s' for '%s' (scheme://host[:port]; never "
+                 "null, which any sandboxed page sends)\n", x->where, args[i], d->name);
             return -1;
         }
         char **no = realloc(ac->origins, sizeof(*no) * (size_t)(ac->norigins + 1));
@@ -129,7 +130,7 @@ static int d_list(const struct directive *d, const struct dir_ctx *x, char **arg
         size_t n = strlen(args[i]);
         bool ok = n > 0 && strspn(args[i], TOKEN_CHARS) == n;
         if (!ok || len + n + 2 >= sizeof(joined)) {
-            fprintf(stderr, "%s: '%s' takes %s, not '%s'\n", x->where, d->name, d->takes, args[i]);
+            diag("%s: '%s' takes %s, not '%s'\n", x->where, d->name, d->takes, args[i]);
             return -1;
         }
         if (len) {
@@ -251,10 +252,10 @@ static int loc_check(const void *b)
     const struct access_conf *ac = b;
     if (!ac->origin_any || ac->credentials != 1)
         return 0;
-    fprintf(stderr, "%s: cors_allow_credentials on with cors_allow_origin * (%s): browsers "
-            "refuse credentials for any origin; list the origins instead\n",
-            ac->credentials_where ? ac->credentials_where : "lfhttpd",
-            ac->origin_where ? ac->origin_where : "inherited");
+    diag("%s: cors_allow_credentials on with cors_allow_origin * (%s): browsers "
+         "refuse credentials for any origin; list the origins instead\n",
+         ac->credentials_where ? ac->credentials_where : "lfhttpd",
+         ac->origin_where ? ac->origin_where : "inherited");
     return -1;
 }
 

@@ -11,12 +11,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/json.h"
+#include "log/diag.h"
 #include "log/logfile.h"
 
 /* Written once at start-up before any thread exists; read-only afterwards. */
 static enum log_level log_threshold = LOG_NOTICE;
 static int log_fd = 2;
 static char log_path[PATH_MAX]; /* "" for stderr */
+static atomic_bool log_opened;
+static bool log_json; /* error_log_format json */
 /* Whole lines or nothing, and lost lines counted when the file cannot take them (logfile.h). */
 static struct logfile errlog = { .fd = 2, .plain = true, .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -30,11 +34,17 @@ void log_init(enum log_level level, int fd)
     logfile_reopened(&errlog);
 }
 
+bool log_is_open(void)
+{
+    return atomic_load_explicit(&log_opened, memory_order_relaxed);
+}
+
 int log_open(const char *target)
 {
     if (!strcmp(target, "stderr")) {
         log_path[0] = '\0';
         log_fd = 2;
+        atomic_store(&log_opened, true);
         return 0;
     }
     int fd = open(target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -50,6 +60,7 @@ int log_open(const char *target)
     log_fd = 2;
     errlog.fd = 2;
     logfile_reopened(&errlog);
+    atomic_store(&log_opened, true);
     return 0;
 }
 
@@ -67,36 +78,66 @@ int log_reopen(void)
     return rc;
 }
 
+void log_set_json(bool json)
+{
+    log_json = json;
+}
+
+#define LOG_LINE_MAX 1024
+
+/* One line of the log, in its format, into line[LOG_LINE_MAX] (newline included): its length.
+ * The message is taken as it is (plain) or escaped (JSON) and cut to fit. */
+static size_t log_line(char *line, const struct tm *tm, enum log_level level, const char *msg,
+                       size_t mlen)
+{
+    char when[64]; /* 2026-11-23T19:18:43Z, as the JSON access log writes it */
+    snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm->tm_year + 1900,
+             tm->tm_mon + 1, tm->tm_mday, tm->tm_hour, tm->tm_min, tm->tm_sec);
+    size_t n;
+    if (!log_json) {
+        n = (size_t)snprintf(line, LOG_LINE_MAX, "%s [%s] ", when, level_names[level]);
+        if (mlen > LOG_LINE_MAX - 1 - n)
+            mlen = LOG_LINE_MAX - 1 - n;
+        memcpy(line + n, msg, mlen);
+        n += mlen;
+    } else {
+        static const char tail[] = "\"}";
+        n = (size_t)snprintf(line, LOG_LINE_MAX, "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"",
+                             when, level_names[level]);
+        json_escape(line, LOG_LINE_MAX - sizeof(tail), &n, msg, mlen);
+        memcpy(line + n, tail, sizeof(tail) - 1);
+        n += sizeof(tail) - 1;
+    }
+    line[n++] = '\n';
+    return n;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
     if (level > log_threshold)
         return;
-    char line[1024];
+    char msg[LOG_LINE_MAX], line[LOG_LINE_MAX];
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02dZ [%s] ", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     level_names[level]);
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    int m = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof(line) - 2)
-        len = sizeof(line) - 2;
-    line[len++] = '\n';
+    size_t mlen = m < 0 ? 0 : (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1;
+    if (mlen && diag_hiding()) { /* a message about a configuration being read (diag.h) */
+        mlen = diag_scrub(msg, mlen, line, sizeof(line));
+        memcpy(msg, line, mlen);
+    }
+    size_t len = log_line(line, &tm, level, msg, mlen);
     int err = 0;
     uint64_t lost = 0;
     if (logfile_write(&errlog, line, len, &err, &lost) == LOGFILE_RECOVERED) {
         /* The error log itself failed: the one place to say so is the log, once it works. */
-        n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02dZ [%s] error log: %llu "
-                     "line(s) lost before this one: %s\n", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, level_names[LOG_ERROR],
+        m = snprintf(msg, sizeof(msg), "error log: %llu line(s) lost before this one: %s",
                      (unsigned long long)lost, strerror(err));
-        if (n > 0)
-            logfile_write(&errlog, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1,
-                          NULL, NULL);
+        len = log_line(line, &tm, LOG_ERROR, msg, m < 0 ? 0 : (size_t)m);
+        logfile_write(&errlog, line, len, NULL, NULL);
     }
 }

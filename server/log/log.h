@@ -5,13 +5,20 @@
 #ifndef LF_LOG_H
 #define LF_LOG_H
 
+#include <stdbool.h>
+
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_NOTICE, LOG_INFO, LOG_DEBUG };
 
 /* Set the threshold (messages above it are dropped) and the destination fd (default 2). */
 void log_init(enum log_level level, int fd);
+/* error_log_format json: each line one JSON object, {"time":"...","level":"...","msg":"..."},
+ * with the JSON access log's time format and field naming. Start-up only. */
+void log_set_json(bool json);
 /* Send the error log to `target` ("stderr" or a file, opened O_APPEND). Start-up only.
  * Prints one line and returns -1 on failure. */
 int log_open(const char *target);
+/* Has log_open() run (diag.h's messages go to the error log from then on)? */
+bool log_is_open(void);
 /* Reopen the error log file (SIGUSR1) by dup2()ing a fresh open onto the same descriptor, so
  * concurrent writers never see a closed descriptor. 0 or -errno. */
 int log_reopen(void);

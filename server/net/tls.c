@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "log/diag.h"
 
 #define TLS12_CIPHERS                                                                         \
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                              \
@@ -260,9 +261,9 @@ __attribute__((format(printf, 3, 4))) static void cert_error(const struct tls_se
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (tc && tc->line && ts->config_file)
-        fprintf(stderr, "%s:%u: %s\n", ts->config_file, tc->line, msg);
+        diag("%s:%u: %s\n", ts->config_file, tc->line, msg);
     else
-        fprintf(stderr, "lfhttpd: %s\n", msg);
+        diag("lfhttpd: %s\n", msg);
 }
 
 static const char *ssl_reason(void)
@@ -402,7 +403,7 @@ static int read_passphrase(const char *path, char *out, size_t cap)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "lfhttpd: tls_passphrase_file %s: %s\n", path, strerror(errno));
+        diag("lfhttpd: tls_passphrase_file %s: %s\n", path, strerror(errno));
         return -1;
     }
     if (!fgets(out, (int)cap, f))
@@ -416,7 +417,7 @@ struct tls_ctx *tls_ctx_create(const struct tls_settings *ts)
 {
     struct tls_ctx *t = calloc(1, sizeof(*t));
     if (!t) {
-        fprintf(stderr, "lfhttpd: TLS: out of memory\n");
+        diag("lfhttpd: TLS: out of memory\n");
         return NULL;
     }
     atomic_init(&t->refs, 1);
@@ -426,7 +427,7 @@ struct tls_ctx *tls_ctx_create(const struct tls_settings *ts)
     if (t->tickets) {
         t->aes = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL);
         if (!t->aes) {
-            fprintf(stderr, "lfhttpd: TLS session tickets: %s\n", ssl_reason());
+            diag("lfhttpd: TLS session tickets: %s\n", ssl_reason());
             tls_ctx_unref(t);
             return NULL;
         }
@@ -445,13 +446,13 @@ struct tls_ctx *tls_ctx_create(const struct tls_settings *ts)
         }
         OPENSSL_cleanse(raw, sizeof(raw));
         if (n < 0) {
-            fprintf(stderr, "lfhttpd: %s\n", err);
+            diag("lfhttpd: %s\n", err);
             tls_ctx_unref(t);
             return NULL;
         }
         t->nfile = (unsigned)n;
     } else if (t->tickets && !ticket_key_new(&t->keys[0], clock_now_ms())) {
-        fprintf(stderr, "lfhttpd: TLS session tickets: %s\n", ssl_reason());
+        diag("lfhttpd: TLS session tickets: %s\n", ssl_reason());
         tls_ctx_unref(t);
         return NULL;
     }

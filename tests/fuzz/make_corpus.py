@@ -94,6 +94,7 @@ ALL_PREFIXES = ("get", "get-big", "pipeline", "pipeline-kib", "post-chunked", "e
 EVERY_DIRECTIVE = b"""# every directive, with a valid value
 listen 127.0.0.1:8080
 listen [::1]:8081 proxy_protocol
+listen unix:/run/lfhttpd/http.sock proxy_protocol mode=0660 user=nobody
 tls_listen 127.0.0.1:8443
 tls_certificate conf/cert.pem conf/key.pem example.test *.example.test
 tls_passphrase_file conf/pass
@@ -108,6 +109,7 @@ concurrency half-sync-half-async
 user nobody
 group nogroup
 error_log logs/error.log
+error_log_format json
 access_log logs/access.log
 access_log_format json
 trusted_proxies 10.0.0.0/8 192.168.0.1 fd00::/8
@@ -158,6 +160,10 @@ location /scripts/ {
 }
 location *.wasm {
     add_header Cross-Origin-Embedder-Policy require-corp
+}
+location /env.js {
+    handler env js
+    env_expose API_URL FEATURE_X
 }
 location /status {
     handler status

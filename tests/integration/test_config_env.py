@@ -4,9 +4,11 @@ refused), errors as FILE:LINE: reason, and reload_on_change for the files a patt
 
 import os
 import re
+import signal
+import subprocess
 
 from lib.ops import one_error_line, run_lfhttpd, write_file
-from lib.server import ConfServer, Server, get, wait_until
+from lib.server import ConfServer, Server, T, binary, free_port, get, wait_until
 
 
 def _site(tmpdir, name):
@@ -152,3 +154,92 @@ def test_a_file_added_to_an_included_pattern_reloads(tmpdir):
     finally:
         srv.stop()
     assert srv.returncode == 0
+
+
+def test_an_invalid_value_from_the_environment_is_named_by_its_reference(tmpdir):
+    """The error shows ${NAME} as written, never the value (it may be a secret), whether the
+    message quotes the whole value or a piece of it."""
+    path = write_file(os.path.join(tmpdir, "t.conf"), "root /\nthreads ${LF_SECRET}\n")
+    line = _error(tmpdir, path, {"LF_SECRET": "s3cret"})
+    assert line == "%s:2: invalid value '${LF_SECRET}' for 'threads' (1..1024)" % path, line
+    path = write_file(os.path.join(tmpdir, "u.conf"),
+                      "root ${LF_SECRET_DIR}/gone\n")
+    line = _error(tmpdir, path, {"LF_SECRET_DIR": os.path.join(tmpdir, "s3cret-dir")})
+    assert line.startswith("%s:1: root ${LF_SECRET_DIR}/gone: " % path), line
+    assert "s3cret" not in line, line
+    # A handler type's own directive (the static handler's) is no exception.
+    path = write_file(os.path.join(tmpdir, "v.conf"), "root /\nexpires ${LF_SECRET}\n")
+    line = _error(tmpdir, path, {"LF_SECRET": "s3cret"})
+    assert line.startswith("%s:2: " % path) and "${LF_SECRET}" in line, line
+    assert "s3cret" not in line, line
+
+
+def test_a_reload_names_the_reference_in_the_error_log_not_the_value(tmpdir):
+    a = _site(tmpdir, "a")
+    log = os.path.join(tmpdir, "error.log")
+    env = dict(os.environ, LF_SECRET="s3cret")
+    srv = ConfServer(tmpdir, "error_log %s\nroot %s\n" % (log, a), error_log=log, env=env)
+    try:
+        write_file(srv.conf_path, "error_log %s\nroot %s\nleader_batch ${LF_SECRET}\n" % (log, a))
+        srv.signal(signal.SIGHUP)
+        assert wait_until(lambda: "configuration not reloaded" in open(log).read(), 15), \
+            open(log).read()
+        text = open(log).read()
+        assert "%s:3: invalid value '${LF_SECRET}' for 'leader_batch'" % srv.conf_path in text, \
+            text
+        assert "s3cret" not in text + srv.stderr, text
+        assert get(srv, "/v.txt").body == b"AAA"
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+
+
+def _env_without_lfhttpd(**kw):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LFHTTPD_")}
+    env.update(kw)
+    return env
+
+
+def test_lfhttpd_variables_stand_for_their_flags(tmpdir):
+    a, b = _site(tmpdir, "a"), _site(tmpdir, "b")
+    p1, p2 = free_port(), free_port()
+    conf = write_file(os.path.join(tmpdir, "lfhttpd.conf"), "threads 1\n")
+    env = _env_without_lfhttpd(LFHTTPD_LISTEN="127.0.0.1:%d, 127.0.0.1:%d" % (p1, p2),
+                               LFHTTPD_ROOT=a, LFHTTPD_THREADS="3", LFHTTPD_CONFIG=conf,
+                               LFHTTPD_CONCURRENCY="half-sync-half-async")
+    srv = Server(listen=(), threads=None, env=env, expect_listeners=2)
+    try:
+        assert {srv.addr(0), srv.addr(1)} == {("127.0.0.1", p1), ("127.0.0.1", p2)}
+        assert get(("127.0.0.1", p2), "/v.txt").body == b"AAA"
+        # the variable's threads over the file's (LFHTTPD_CONFIG was read), and the model
+        assert "with 3 threads (half-sync-half-async;" in srv.stderr, srv.stderr
+        assert "serving ${LFHTTPD_ROOT} with" in srv.stderr and a not in srv.stderr, srv.stderr
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+    # The command line wins: its --listen replaces the variable's, its ROOT the variable's.
+    env = _env_without_lfhttpd(LFHTTPD_LISTEN="127.0.0.1:%d" % p1, LFHTTPD_ROOT=a,
+                               LFHTTPD_THREADS="3")
+    srv = Server(listen=("127.0.0.1:0",), threads=2, args=[b], env=env)
+    try:
+        assert len(srv.listeners) == 1 and srv.port != p1, srv.listeners
+        assert get(srv, "/v.txt").body == b"BBB"
+        assert "with 2 threads" in srv.stderr, srv.stderr
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+
+
+def test_a_bad_lfhttpd_variable_is_named_not_quoted(tmpdir):
+    env = _env_without_lfhttpd(LFHTTPD_THREADS="s3cret")
+    p = subprocess.run([binary(), "-t", "--root", tmpdir], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T(10))
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.strip() == (
+        "lfhttpd: LFHTTPD_THREADS: invalid value '${LFHTTPD_THREADS}' for 'threads' (1..1024)"), err
+    env = _env_without_lfhttpd(LFHTTPD_LISTEN="127.0.0.1:1, nonsense")
+    p = subprocess.run([binary(), "-t", "--root", tmpdir], env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T(10))
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("lfhttpd: LFHTTPD_LISTEN: "), err
+    assert "nonsense" not in err, err

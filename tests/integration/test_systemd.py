@@ -170,6 +170,29 @@ def test_socket_activation_by_address(tmpdir):
     assert srv.returncode == 0, srv.stderr
 
 
+def test_socket_activation_without_a_listen(tmpdir):
+    """No listener configured (neither `listen` nor --listen): the passed sockets are the
+    listeners, instead of the default 0.0.0.0:8080, and stay so across a reload."""
+    port, second = free_port(), free_port()
+    root = _site(tmpdir, "a", "no listen")
+    srv, poke = activated(tmpdir, [("", port), ("", second)], root=root)
+    try:
+        assert poke.response().endswith(b"no listen")
+        assert ("http", "127.0.0.1", port) in srv.listeners, srv.stderr
+        assert ("http", "127.0.0.1", second) in srv.listeners, srv.stderr
+        assert "8080" not in srv.stderr, srv.stderr
+        assert get(("127.0.0.1", second), "/").body == b"no listen"
+        assert _listen_inode(port) == [_fd_inode(srv.proc.pid, 3)]
+        srv.signal(signal.SIGHUP)
+        wait_until(lambda: "generation 2" in srv.stderr, 10, "the reload")
+        assert get(("127.0.0.1", port), "/").body == b"no listen"
+        assert _listen_inode(port) == [_fd_inode(srv.proc.pid, 3)]
+        assert "stopped listening" not in srv.stderr, srv.stderr
+    finally:
+        srv.stop()
+    assert srv.returncode == 0, srv.stderr
+
+
 def test_unclaimed_socket_is_refused(tmpdir):
     """A passed socket no listener uses would leave its clients waiting forever: start-up
     fails and names it; a reload that would leave one unused is refused."""

@@ -172,14 +172,14 @@ int main(void)
     mistake("follow_symlinks", "follow_symlinks some\n", 1,
             "invalid follow_symlinks 'some' (inside, any or off)");
     mistake("listen address", "listen nowhere:http\n", 1,
-            "invalid listen address 'nowhere:http' (expected ADDR:PORT, [V6]:PORT or "
-            "systemd:NAME)");
+            "invalid listen address 'nowhere:http' (expected ADDR:PORT, [V6]:PORT, "
+            "unix:/PATH or systemd:NAME)");
     mistake("listen port", "listen 127.0.0.1:70000\n", 1,
-            "invalid listen address '127.0.0.1:70000' (expected ADDR:PORT, [V6]:PORT or "
-            "systemd:NAME)");
+            "invalid listen address '127.0.0.1:70000' (expected ADDR:PORT, [V6]:PORT, "
+            "unix:/PATH or systemd:NAME)");
     mistake("bare IPv6", "listen ::1:80\n", 1,
-            "invalid listen address '::1:80' (expected ADDR:PORT, [V6]:PORT or "
-            "systemd:NAME)");
+            "invalid listen address '::1:80' (expected ADDR:PORT, [V6]:PORT, "
+            "unix:/PATH or systemd:NAME)");
     mistake("listen option", "listen 127.0.0.1:80 fast\n", 1,
             "unknown listen option 'fast' (proxy_protocol)");
     mistake("trusted_proxies", "trusted_proxies 10.0.0.0/8 nonsense\n", 1,

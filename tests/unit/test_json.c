@@ -8,6 +8,17 @@
 
 static char out[256];
 
+/* json_escape_script of `in` into out[0..cap): what it wrote, or "(no room)". */
+static const char *scr(const char *in, size_t len, size_t cap)
+{
+    size_t pos = 0;
+    memset(out, 'x', sizeof(out));
+    if (!json_escape_script(out, cap, &pos, in, len))
+        return pos == 0 ? "(no room)" : "(moved)";
+    out[pos] = '\0';
+    return out;
+}
+
 /* json_escape of `in` into out[0..cap): what it wrote; *took: the input bytes it took. */
 static const char *esc(const char *in, size_t len, size_t cap, size_t *took)
 {
@@ -60,5 +71,21 @@ int main(void)
     pos = 0;
     ok(!json_escape_append(out, 0, &pos, S("a")) && pos == 0, "append: cap 0 holds nothing");
     ok(json_escape_append(out, 1, &pos, S("")) && pos == 0, "append: nothing always fits");
+
+    /* json_escape_script: UTF-8 kept, what would end a <script> or a JS string escaped */
+    is_str(scr(S("</script><!-- a&b>"), 128), "\\u003c/script\\u003e\\u003c!-- a\\u0026b\\u003e",
+           "script: < > & as \\u00XX");
+    is_str(scr(S("\"q\"\\\n\t\x01"), 128), "\\\"q\\\"\\\\\\n\\t\\u0001",
+           "script: quotes, backslash and controls as json_escape");
+    is_str(scr(S("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), 128),
+           "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+           "script: valid UTF-8 of 2, 3 and 4 bytes kept");
+    is_str(scr(S("a\xe2\x80\xa8" "b\xe2\x80\xa9" "c"), 128), "a\\u2028b\\u2029c",
+           "script: U+2028 and U+2029 escaped");
+    is_str(scr(S("\xff\xc0\x80\xed\xa0\x80\xe2\x82"), 128),
+           "\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd",
+           "script: a stray byte, an overlong form, a surrogate, a cut sequence: U+FFFD a byte");
+    is_str(scr(S("abc"), 3), "(no room)", "script: all or nothing, with room for a NUL");
+    is_str(scr(S("abc"), 4), "abc", "script: exactly fits");
     return done_testing();
 }

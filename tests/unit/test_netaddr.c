@@ -73,8 +73,30 @@ static void test_map_v4(void)
        "the same as netaddr_parse's");
 }
 
+/* A Unix-domain peer: its own address, "unix:", matched by the CIDR "unix:" only. */
+static void test_unix_peer(void)
+{
+    struct in6_addr u, a;
+    netaddr_set_unix(&u);
+    ok(netaddr_is_unix(&u), "netaddr_set_unix: netaddr_is_unix");
+    char buf[64];
+    ok(netaddr_format(&u, buf, sizeof(buf)) == 5 && !strcmp(buf, "unix:"), "formatted unix:");
+    struct cidr_list l = { 0 };
+    ok(cidr_list_add(&l, "unix:") == 0 && cidr_list_match(&l, &u), "the CIDR unix: matches it");
+    netaddr_parse("::", 2, &a);
+    ok(!cidr_list_match(&l, &a) && !netaddr_is_unix(&a), "and not ::");
+    netaddr_parse("100::1", 6, &a);
+    ok(!cidr_list_match(&l, &a), "nor another address of 100::/64");
+    cidr_list_free(&l);
+    l = (struct cidr_list){ 0 };
+    ok(cidr_list_add(&l, "::/0") == 0 && cidr_list_match(&l, &u) == true,
+       "(::/0 is every address, this one too)");
+    cidr_list_free(&l);
+}
+
 int main(void)
 {
+    test_unix_peer();
     struct cidr c;
     ok(in("127.0.0.0/8", "127.0.0.1"), "127.0.0.1 in 127/8");
     ok(in("127.0.0.0/8", "127.255.1.2"), "127.255.1.2 in 127/8");
