@@ -12,6 +12,7 @@
 
 #include "conf/runtime.h"
 #include "conf/site.h"
+#include "log/diag.h"
 #include "log/log.h"
 
 /* The name a kubelet gives the symlink it renames over to publish a ConfigMap's new payload. */
@@ -68,7 +69,7 @@ static int keep_previous(struct loc_conf *lc, int fd, int64_t until)
 {
     struct loc_conf *p = malloc(sizeof(*p));
     if (!p) {
-        fprintf(stderr, "lfhttpd: root_grace: out of memory\n");
+        diag("lfhttpd: root_grace: out of memory\n");
         return -1;
     }
     *p = *lc; /* every setting shared, nothing owned but the fd */
@@ -76,7 +77,7 @@ static int keep_previous(struct loc_conf *lc, int fd, int64_t until)
     p->instance = NULL;
     p->root_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (p->root_fd < 0) {
-        fprintf(stderr, "lfhttpd: root_grace: %s: %s\n", lc->root, strerror(errno));
+        diag("lfhttpd: root_grace: %s: %s\n", lc->root, strerror(errno));
         free(p);
         return -1;
     }
