@@ -316,8 +316,8 @@ static int d_listen(const struct directive *d, const struct dir_ctx *x, char **a
         if (r == 0)
             continue;
         if (strcmp(args[i], "proxy_protocol") || admin) {
-            diag("%s: unknown listen option '%s' (%s)\n", x->where, args[i],
-                 admin ? (is_unix ? "mode=, user=, group=" : "none")
+            diag("%s: unknown %s option '%s' (%s)\n", x->where, admin ? d->name : "listen",
+                 args[i], admin ? (is_unix ? "mode=, user=, group=" : "none")
                  : is_unix ? "proxy_protocol, mode=, user=, group=" : "proxy_protocol");
             return -1;
         }
