@@ -9,13 +9,15 @@
 #   3. the image run under qemu-user (the kernel's binfmt handler for arm64, registered here
 #      from qemu-user-static's own definition when it is missing): it serves the default site,
 #      its health check answers, and a stop drains and exits 0;
-#   4. a manifest list holding it (`podman manifest`), as a registry would serve it.
+#   4. the same Dockerfile built for this machine's architecture too, and a manifest list
+#      holding both (`podman manifest`), as a registry would serve them.
 #
 # As root (podman, binfmt). Prints one `ok`/`FAIL` line per check and ends with
 # "N passed, N failed"; exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 IMAGE="localhost/lfhttpd:arm64-test-$$"
+NATIVE="localhost/lfhttpd:native-test-$$"
 LIST="localhost/lfhttpd:multi-test-$$"
 NAME="lfhttpd-arm64-test-$$"
 MAX_IMAGE_BYTES=${MAX_IMAGE_BYTES:-20000000}
@@ -26,7 +28,7 @@ TMP=$(mktemp -d)
 cleanup() {
     podman rm -f "$NAME" >/dev/null 2>&1
     podman manifest rm "$LIST" >/dev/null 2>&1
-    podman rmi -f "$IMAGE" >/dev/null 2>&1
+    podman rmi -f "$IMAGE" "$NATIVE" >/dev/null 2>&1
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -101,13 +103,25 @@ check "a stop drains it and it exits 0 (got $rc)" test "$rc" = 0
 podman logs "$NAME" 2>/dev/null | grep -q 'stopped' ||
     note "its log: $(podman logs "$NAME" 2>&1 | tail -n 3 | tr '\n' ' ')"
 
-# ---- 4. a manifest list --------------------------------------------------------------------------
+# ---- 4. a manifest list with both architectures ---------------------------------------------------
+# The build machine's own image from the same Dockerfile (the container stage builds and tests
+# it; here it is only built, from the layers that stage left when they are still there).
+s=$SECONDS
+if podman build --pull=never --network=host --format docker --platform "linux/$host" \
+        --build-arg BUILDPLATFORM="linux/$host" -t "$NATIVE" . >"$TMP/native.log" 2>&1; then
+    ok "podman build --platform linux/$host ($((SECONDS - s)) s)"
+else
+    tail -n 30 "$TMP/native.log"
+    bad "podman build --platform linux/$host failed"
+fi
 if podman manifest create "$LIST" >/dev/null 2>"$TMP/list.err" &&
-        podman manifest add "$LIST" "containers-storage:$IMAGE" >/dev/null 2>>"$TMP/list.err"; then
+        podman manifest add "$LIST" "containers-storage:$IMAGE" >/dev/null 2>>"$TMP/list.err" &&
+        podman manifest add "$LIST" "containers-storage:$NATIVE" >/dev/null 2>>"$TMP/list.err"; then
     arches=$(podman manifest inspect "$LIST" 2>/dev/null |
-             python3 -c 'import json,sys; print(" ".join(m["platform"]["os"] + "/" +
-                          m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"]))')
-    check "a manifest list holds it as linux/arm64 ($arches)" test "$arches" = linux/arm64
+             python3 -c 'import json,sys; print(" ".join(sorted(m["platform"]["os"] + "/" +
+                          m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"])))')
+    want=$(printf '%s\n' linux/arm64 "linux/$host" | sort -u | tr '\n' ' ' | sed 's/ $//')
+    check "a manifest list holds both ($arches)" test "$arches" = "$want"
 else
     cat "$TMP/list.err"
     bad "podman manifest create/add failed"
