@@ -165,15 +165,15 @@ $(BUILD)/liblfhttpd.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 $(BUILD)/lfhttpd: $(BUILD)/obj/server/daemon/main.o $(BUILD)/liblfhttpd.a
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(BUILD)/liblfhttpd.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h tests/unit/alloc_count.h $(BUILD)/liblfhttpd.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(WARN) -Wno-missing-prototypes $< $(BUILD)/liblfhttpd.a $(LDFLAGS) $(LDLIBS) -o $@
 
-# test_client_limits counts every allocation the library makes (none may follow the table's).
-$(BUILD)/tests/test_client_limits: private LDFLAGS += \
-    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
-# test_rules too: matching and expanding a rule allocate nothing.
-$(BUILD)/tests/test_rules: private LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+# test_client_limits counts every allocation the library makes (none may follow the table's);
+# test_rules too (matching and expanding a rule allocate nothing). tests/unit/alloc_count.h.
+ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
+$(BUILD)/tests/test_client_limits: private LDFLAGS += $(ALLOC_WRAP)
+$(BUILD)/tests/test_rules: private LDFLAGS += $(ALLOC_WRAP)
 
 # tests/acme/acme_drive: drives server/acme/ against the test CA (tests/integration/test_acme.py)
 $(BUILD)/tests/acme_drive: tests/acme/acme_drive.c $(BUILD)/liblfhttpd.a

@@ -13,41 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- counting allocations ------------------------------------------------------------------ */
+/* ---- counting allocations: alloc_count.h -------------------------------------------------- */
 
-static _Atomic unsigned long allocations;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t a, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t a, size_t b);
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_aligned_alloc(size_t a, size_t n);
-
-void *__wrap_malloc(size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t a, size_t b)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_calloc(a, b);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_realloc(p, n);
-}
-
-void *__wrap_aligned_alloc(size_t a, size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_aligned_alloc(a, n);
-}
+#include "alloc_count.h"
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 

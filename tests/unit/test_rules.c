@@ -1,7 +1,7 @@
 /* test_rules.c — unit tests for server/rules: patterns, the rule set's index (against a naive
  * scan), targets, the `_redirects` and `_headers` parsers and their messages.
  *
- * Linked with --wrap=malloc,calloc,realloc (the Makefile): matching and expanding must not
+ * Linked with --wrap=malloc,calloc,realloc,aligned_alloc (the Makefile; alloc_count.h): matching and expanding must not
  * allocate, and the wrappers count every allocation of the library. */
 #include "rules/rules.h"
 #include "test.h"
@@ -14,32 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static atomic_ulong allocations;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t a, size_t b);
-void *__wrap_realloc(void *p, size_t n);
-
-void *__wrap_malloc(size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t a, size_t b)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_calloc(a, b);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_realloc(p, n);
-}
+#include "alloc_count.h"
 
 /* ---- helpers ---- */
 
