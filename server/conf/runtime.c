@@ -34,7 +34,8 @@ struct runtime *runtime_current(struct runtime_slot *s)
 {
     pthread_mutex_lock(&s->lock);
     struct runtime *rt = atomic_load_explicit(&s->rt, memory_order_acquire);
-    runtime_ref(rt);
+    if (rt) /* an empty slot: before the first generation, or after the last */
+        runtime_ref(rt);
     pthread_mutex_unlock(&s->lock);
     return rt;
 }

@@ -63,7 +63,8 @@ struct runtime_slot {
 };
 void runtime_slot_init(struct runtime_slot *s);
 void runtime_slot_destroy(struct runtime_slot *s); /* drops the slot's reference */
-/* A reference to the current runtime (the caller must runtime_unref it). */
+/* A reference to the current runtime (the caller must runtime_unref it), or NULL when the
+ * slot is empty (before the first generation is published, or after the last). */
 struct runtime *runtime_current(struct runtime_slot *s);
 /* Publish `rt`, taking over the caller's reference; drops the previous runtime's. */
 void runtime_publish(struct runtime_slot *s, struct runtime *rt);

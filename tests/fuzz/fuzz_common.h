@@ -71,14 +71,14 @@ static inline void fz_limits(struct config *cfg, uint8_t sel)
 {
     if (sel & 1) {
         cfg->http.max_head_size = 1024;
-        cfg->max_headers = 8;
-        cfg->max_uri_length = 64;
-        cfg->max_body_size = 100;
+        cfg->http.max_headers = 8;
+        cfg->http.max_uri_length = 64;
+        cfg->http.max_body_size = 100;
     } else {
         cfg->http.max_head_size = 16 * 1024;
-        cfg->max_headers = 100;
-        cfg->max_uri_length = 8 * 1024;
-        cfg->max_body_size = 1024 * 1024;
+        cfg->http.max_headers = 100;
+        cfg->http.max_uri_length = 8 * 1024;
+        cfg->http.max_body_size = 1024 * 1024;
     }
 }
 
