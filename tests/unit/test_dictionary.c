@@ -483,11 +483,17 @@ static void test_store_restart(const char *dir)
 {
     struct dict_store *s = open_store(dir, 3, 1 << 20, 16);
     unsigned char h[4][DICT_HASH_LEN];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++)
         put(s, K1, 20 + (unsigned)i, 1000, h[i]);
-        usleep(2000); /* distinct mtimes: the order survives the restart */
-    }
     dict_store_close(s);
+    /* Distinct mtimes, a second apart: the order that survives the restart. (Sleeping between
+     * the writes is not enough: file times come from a clock that may tick every 10 ms.) */
+    for (int i = 0; i < 3; i++) {
+        char path[600];
+        file_of(dir, K1, h[i], path, sizeof(path));
+        struct timespec t[2] = { { time(NULL) - 60 + i, 0 }, { time(NULL) - 60 + i, 0 } };
+        utimensat(AT_FDCWD, path, t, 0);
+    }
     char junk[600], tmp[600], fresh[600];
     snprintf(junk, sizeof(junk), "%s/README", dir);
     snprintf(tmp, sizeof(tmp), "%s/.dict-tmp-abcdef", dir);
