@@ -207,7 +207,8 @@ def test_lfhttpd_variables_stand_for_their_flags(tmpdir):
     env = _env_without_lfhttpd(LFHTTPD_LISTEN="127.0.0.1:%d, 127.0.0.1:%d" % (p1, p2),
                                LFHTTPD_ROOT=a, LFHTTPD_THREADS="3", LFHTTPD_CONFIG=conf,
                                LFHTTPD_CONCURRENCY="half-sync-half-async")
-    srv = Server(listen=(), threads=None, env=env, expect_listeners=2)
+    # concurrency=False: the variable chooses the strategy, not the suite's --concurrency flag
+    srv = Server(listen=(), threads=None, env=env, expect_listeners=2, concurrency=False)
     try:
         assert {srv.addr(0), srv.addr(1)} == {("127.0.0.1", p1), ("127.0.0.1", p2)}
         assert get(("127.0.0.1", p2), "/v.txt").body == b"AAA"

@@ -167,7 +167,7 @@ LISTEN_RE = re.compile(rb"listening on (https?)://(\[[0-9A-Fa-f:.]+\]|[^\s:/]+):
 class Server:
     def __init__(self, binary_path=None, args=(), root=None, listen=("127.0.0.1:0",),
                  threads=2, cwd=None, env=None, expect_listeners=None, start=True,
-                 start_timeout=10.0, user="root"):
+                 start_timeout=10.0, user="root", concurrency=None):
         self.binary = binary_path or binary()
         self.cmd = [self.binary]
         # Tests run as root (CI) with 0700 temp dirs; a server started as root drops to
@@ -180,8 +180,12 @@ class Server:
             self.cmd += ["--threads", str(threads)]
         if root is not None:
             self.cmd += ["--root", str(root)]
-        if CONCURRENCY:   # the suite under another strategy (pytest --concurrency)
-            self.cmd += ["--concurrency", CONCURRENCY]
+        # The suite under another strategy (pytest --concurrency) passes its flag, unless the
+        # test chooses the strategy another way (concurrency=False: LFHTTPD_CONCURRENCY, say).
+        if concurrency is None:
+            concurrency = CONCURRENCY
+        if concurrency:
+            self.cmd += ["--concurrency", concurrency]
         self.cmd += [str(a) for a in args]
         self.root = root
         self.cwd = cwd
