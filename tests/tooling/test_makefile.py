@@ -176,3 +176,17 @@ def test_deps_as_a_prerequisite_is_refused(tmpdir):
     assert p.returncode != 0, out[-2000:]
     assert "list it in DEPS_GOALS" in out, out[-2000:]
     assert "built" not in out.splitlines()
+
+
+@pytest.mark.parametrize("harness", sorted(
+    f for f in os.listdir(os.path.join(REPO, "tests", "fuzz")) if f.endswith(".c")))
+def test_fuzz_harness_compiles_against_the_headers(harness):
+    """The libFuzzer harnesses are built by `make fuzz` (clang), outside `make test`; a field
+    that moves in a header must not leave them behind. Checked here with the suite's compiler
+    and the harness's own include path (syntax and types only: no libFuzzer needed)."""
+    inc = os.environ.get("LLHTTP_INC", "/usr/share/include/llhttp")
+    r = subprocess.run(["cc", "-std=gnu11", "-fsyntax-only", "-D_GNU_SOURCE", "-Werror",
+                        "-Wall", "-Iserver", "-Ihandlers", "-Itests/fuzz", "-I" + inc,
+                        os.path.join("tests", "fuzz", harness)],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
