@@ -528,6 +528,7 @@ static int build_env(struct cgi *cg, struct cgi_job *job, const struct exchange 
     size_t name_len = (size_t)(rel + sc->len - ex->path);
     struct cgi_env_info info = {
         .req = req,
+        .query = ex->query,
         .script_name = { ex->path, name_len },
         .path_info = { rel + sc->len, rel_len - sc->len },
         .document_root = cg->docroot_abs,

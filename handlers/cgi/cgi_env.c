@@ -168,7 +168,7 @@ int cgi_env_build(struct cgi_env *env, const struct cgi_env_info *in)
     cgi_env_add_str(env, "SERVER_PROTOCOL", num);
     cgi_env_add(env, "REQUEST_METHOD", req->method_name.ptr, req->method_name.len);
     cgi_env_add(env, "REQUEST_URI", req->target.ptr, req->target.len);
-    cgi_env_add(env, "QUERY_STRING", req->query.ptr ? req->query.ptr : "", req->query.len);
+    cgi_env_add(env, "QUERY_STRING", in->query.ptr ? in->query.ptr : "", in->query.len);
     cgi_env_add(env, "SCRIPT_NAME", in->script_name.ptr, in->script_name.len);
     cgi_env_add_str(env, "SCRIPT_FILENAME", in->script_filename);
     cgi_env_add_str(env, "DOCUMENT_ROOT", in->document_root);

@@ -26,6 +26,7 @@ struct cgi_env {
 /* What the request alone does not say. Strings are NUL-terminated unless a length is given. */
 struct cgi_env_info {
     const struct http_request *req;
+    struct strview query;           /* QUERY_STRING: the request's, or a site rule's rewrite's */
     struct strview script_name;     /* URL path of the script (decoded, normalised) */
     struct strview path_info;       /* the decoded rest of the path after it, or empty */
     const char *document_root;      /* absolute */

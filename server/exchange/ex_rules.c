@@ -300,6 +300,21 @@ static int answered(int rc)
     return rc < 0 ? rc : 1;
 }
 
+/* After the last rewrite: the query it left (its own, or the client's when its target had
+ * none) becomes the exchange's, copied after the path's NUL (qbuf is follow's). */
+static int keep_query(struct exchange *ex, const char *q, size_t qlen)
+{
+    if (q == ex->req->query.ptr)
+        return 0;
+    if (ex->path_len + 1 + qlen >= EX_PATH_MAX)
+        return answered(ex_error(ex, 414));
+    char *dst = ex->path + ex->path_len + 1;
+    memcpy(dst, q, qlen);
+    dst[qlen] = '\0';
+    ex->query = (struct strview){ dst, qlen };
+    return 0;
+}
+
 /* Go on from rule m of set, the first that matched: answer (1, or -errno), or leave ex->path
  * and ex->loc rewritten (0). Out of line: its buffers stay off the stack of the requests that
  * no rule matches. */
@@ -335,7 +350,7 @@ static __attribute__((noinline)) int follow(struct exchange *ex, const struct si
             break;
     }
     ex->loc = lc;
-    return 0;
+    return keep_query(ex, q, qlen);
 }
 
 /* A rule matched the request: the first that applies (shadowing), and on from it. */

@@ -83,6 +83,9 @@ struct exchange {
                              * request (ex_rules.h): EX_RULES_HDR_MAX bytes of the thread's
                              * stack, or a deferred exchange's copy */
     uint16_t rules_hdr_len; /* 0: none (the framing's one branch) */
+    struct strview query;   /* the query handlers see (QUERY_STRING): the request's, or the
+                             * one a site rule rewrote to, kept in `path`'s buffer after its
+                             * NUL; valid while `req` is */
     size_t path_len;
     char *path;             /* the decoded, normalised request path (NUL-terminated), in a
                              * buffer of EX_PATH_MAX bytes on the processing thread's stack

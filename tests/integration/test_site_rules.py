@@ -7,6 +7,7 @@ import os
 import threading
 
 from lib.ops import run_lfhttpd
+from lib.procs import write_script
 from lib.server import Conn, Server, get, raw, req, wait_until
 
 
@@ -509,3 +510,20 @@ def test_rules_run_after_access_and_cors_and_their_headers_come_last(tmpdir):
         assert r.header("X-Rule") == "yes"
         r = get(srv, "/replaced", headers=origin)             # a rule's header comes last
         assert r.header_all("Access-Control-Allow-Origin") == ["https://other.example"]
+
+
+def test_a_rewrite_targets_query_reaches_the_handler(tmpdir):
+    """The query a rewrite's target carries is the one the handler sees (a CGI script's
+    QUERY_STRING); a target without a query keeps the request's."""
+    conf = ("location /cgi-bin/ {\n    handler cgi\n}\n"
+            "rewrite /search/:term /cgi-bin/q?term=:term\n"
+            "rewrite /plain /cgi-bin/q\n"
+            "rewrite /twice /search/x%20y\n")
+    root, path = _site(tmpdir, conf)
+    write_script(os.path.join(root, "cgi-bin"), "q",
+                 "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n%s' \"$QUERY_STRING\"\n")
+    with Server(args=["--config", path]) as srv:
+        assert get(srv, "/search/caf%C3%A9?page=2").body == b"term=caf%C3%A9"
+        assert get(srv, "/plain?a=1&b").body == b"a=1&b"
+        assert get(srv, "/twice?ignored=1").body == b"term=x%20y"
+        assert get(srv, "/cgi-bin/q?direct=1").body == b"direct=1"

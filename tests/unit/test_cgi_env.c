@@ -30,6 +30,7 @@ static void build(struct cgi_env *env, struct http_request *req, const char *pat
 {
     struct cgi_env_info info = {
         .req = req,
+        .query = req->query, /* the exchange passes the request's unless a rule rewrote it */
         .script_name = SV("/cgi-bin/env"),
         .path_info = { path_info, strlen(path_info) },
         .document_root = "/srv/www",
