@@ -106,6 +106,8 @@ struct site {
      * (NULL when a file does not exist). */
     char *rules_path[2];
     struct rules_set *file_rules[2];
+    dev_t rules_dev;          /* the directory the rule files were read from (0: none), */
+    ino_t rules_ino;          /* which the generation's root_fd must be: see runtime_build */
 };
 
 struct site_set {

@@ -215,8 +215,9 @@ static int compile_block(struct loc_conf *lc, const struct loc_conf *parent,
     return 0;
 }
 
-/* Read one rule file of site s (k: 0 `_redirects`, 1 `_headers`): no file, no rules. */
-static int load_file(struct site *s, int k, struct rules_diag *diag)
+/* Read one rule file of site s (k: 0 `_redirects`, 1 `_headers`) from its root `dirfd`
+ * (AT_FDCWD: by path): no file, no rules. */
+static int load_file(struct site *s, int dirfd, int k, struct rules_diag *diag)
 {
     static const char *const names[2] = { SITE_RULES_REDIRECTS, SITE_RULES_HEADERS };
     const char *root = s->base.root;
@@ -231,7 +232,8 @@ static int load_file(struct site *s, int k, struct rules_diag *diag)
     }
     snprintf(path, len, "%s%s%s", root, root[strlen(root) - 1] == '/' ? "" : "/", names[k]);
     s->rules_path[k] = path;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    fd = openat(dirfd, dirfd == AT_FDCWD ? path : names[k],
+                O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0 && errno == ENOENT)
         return 0;
     const char *why = fd < 0 || fstat(fd, &st) < 0 ? strerror(errno)
@@ -259,6 +261,27 @@ out:
     return rc;
 }
 
+/* Both rule files of site s, from one opening of its root, whose identity is kept: a root
+ * that a deploy switches (root_follow) between this reading and the generation's opening of
+ * it would otherwise mix one tree's rules with another's files (runtime_build compares). */
+static int load_files(struct site *s, struct rules_diag *diag)
+{
+    int dirfd = open(s->base.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    s->rules_dev = 0;
+    s->rules_ino = 0;
+    if (dirfd >= 0 && fstat(dirfd, &st) == 0) {
+        s->rules_dev = st.st_dev;
+        s->rules_ino = st.st_ino;
+    }
+    /* No root to open: read by path (nothing there), and the root's own check says why. */
+    int rc = load_file(s, dirfd < 0 ? AT_FDCWD : dirfd, 0, diag) < 0 ||
+                     load_file(s, dirfd < 0 ? AT_FDCWD : dirfd, 1, diag) < 0 ? -1 : 0;
+    if (dirfd >= 0)
+        close(dirfd);
+    return rc;
+}
+
 /* What `lc` matches against, once its sets and its site's files are known. */
 static void settle(struct loc_conf *lc, const struct site *s)
 {
@@ -279,7 +302,7 @@ static int finish_site(struct site_set *ss, unsigned i, struct rules_diag *diag)
         return 0; /* the built-ins only: no rules reach it */
     if (s->base.rules_files < 0)
         s->base.rules_files = top->rules_files;
-    if (s->base.rules_files == 1 && (load_file(s, 0, diag) < 0 || load_file(s, 1, diag) < 0))
+    if (s->base.rules_files == 1 && load_files(s, diag) < 0)
         return -1;
     if (compile_block(&s->base, i ? top : NULL, chain + 1, i ? 1 : 0, diag) < 0)
         return -1;

@@ -129,6 +129,18 @@ static int init_location(struct server *srv, struct runtime *rt, const struct ru
     return 0;
 }
 
+/* The site's rule files came from the tree its root_fd opened: a deploy that switched the
+ * root between the two would mix one build's rules with another's files. The generation is
+ * refused; root_follow's next look finds the root switched and builds it again. */
+static int rules_same_tree(const struct site *s)
+{
+    if (!s->rules_dev || (s->rules_dev == s->base.root_dev && s->rules_ino == s->base.root_ino))
+        return 0;
+    diag("lfhttpd: root %s was switched while its site rules were read; not used, read "
+         "again at the next look\n", s->base.root);
+    return -1;
+}
+
 /* Does any block of the configuration set a per-client limit? */
 static bool wants_limits(const struct config *cfg)
 {
@@ -188,7 +200,7 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
         s->mx_slot = s->is_admin ? MX_VH_ADMIN
                      : i == 0 || s->nnames == 0 || rt->cfg.test_only ? MX_VH_DEFAULT
                      : mx_vhost_slot(s->names[0]);
-        if (init_location(srv, rt, prev, &s->base) < 0)
+        if (init_location(srv, rt, prev, &s->base) < 0 || rules_same_tree(s) < 0)
             goto fail;
         for (unsigned j = 0; j < s->nlocs; j++)
             if (init_location(srv, rt, prev, &s->locs[j]) < 0)

@@ -27,6 +27,11 @@
  * The allocator is found with dlsym(RTLD_NEXT); allocations made while dlsym itself runs come
  * from a small static arena and are never freed.
  *
+ * One event besides failures: LFHTTPD_FAULT_RENAME="NAME FROM TO [SKIP]" renames FROM to TO
+ * (once) just before an openat() of a file called NAME returns, the first after SKIP such
+ * calls (default 0): a deploy's symlink swap landing at that instant (the site rules' reading
+ * of `_headers`, say).
+ *
  * To find which call a failure hit: LFHTTPD_FAULT_TRACE=1 prints the stack of every failed call
  * on stderr (backtrace_symbols_fd: no allocation; run with addr2line or gdb on the binary). */
 #include <dlfcn.h>
@@ -168,10 +173,33 @@ static void resolve(void)
     resolving = 0;
 }
 
+/* LFHTTPD_FAULT_RENAME: the file name that triggers it, and the rename's two paths. */
+static char rename_on[256], rename_from[4096], rename_to[4096];
+static int rename_seen, rename_skip;
+
+static void rename_init(void)
+{
+    const char *r = getenv("LFHTTPD_FAULT_RENAME");
+    int n = r ? sscanf(r, "%255s %4095s %4095s %d", rename_on, rename_from, rename_to,
+                       &rename_skip) : 0;
+    if (n < 3)
+        rename_on[0] = '\0';
+}
+
+/* The deploy that lands while `path` is being opened (LFHTTPD_FAULT_RENAME). */
+static void rename_if(const char *path)
+{
+    if (!rename_on[0] || strcmp(path, rename_on) != 0 ||
+        __atomic_fetch_add(&rename_seen, 1, __ATOMIC_ACQ_REL) != rename_skip)
+        return;
+    rename(rename_from, rename_to);
+}
+
 /* Map the control file named by LFHTTPD_FAULT (once, early: before any thread exists). */
 __attribute__((constructor)) static void fault_init(void)
 {
     resolve();
+    rename_init();
     const char *t = getenv("LFHTTPD_FAULT_TRACE");
     if (t && *t && *t != '0') {
         void *frames[2];
@@ -426,7 +454,9 @@ int openat(int dir, const char *path, int flags, ...)
         errno = EMFILE;
         return -1;
     }
-    return real_openat(dir, path, flags, m);
+    int fd = real_openat(dir, path, flags, m);
+    rename_if(path);
+    return fd;
 }
 
 int openat64(int dir, const char *path, int flags, ...) __attribute__((alias("openat")));
@@ -452,7 +482,9 @@ int __openat_2(int dir, const char *path, int flags)
         errno = EMFILE;
         return -1;
     }
-    return real_openat_2 ? real_openat_2(dir, path, flags) : real_openat(dir, path, flags);
+    int fd = real_openat_2 ? real_openat_2(dir, path, flags) : real_openat(dir, path, flags);
+    rename_if(path);
+    return fd;
 }
 
 long syscall(long n, ...)

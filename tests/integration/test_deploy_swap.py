@@ -14,6 +14,7 @@ import threading
 import pytest
 
 from lib.cdp import Browser
+from lib.fault import library as fault_library
 from lib.kubelet import atomic_write
 from lib.server import Conn, Server, T, binary, get, req, wait_until
 
@@ -21,8 +22,9 @@ BIG = 100 * 1024            # above the cache's in-memory size: sent from the fi
 OLD_CHUNK = "/assets/app.1a2b3c4d.js"
 NEW_CHUNK = "/assets/app.5e6f7a8b.js"
 # Each release's files carry their own modification time: Last-Modified names the release.
-MTIME = {1: 1577836800, 2: 1609459200}          # 2020-01-01, 2021-01-01
-LAST_MODIFIED = {1: "Wed, 01 Jan 2020 00:00:00 GMT", 2: "Fri, 01 Jan 2021 00:00:00 GMT"}
+MTIME = {1: 1577836800, 2: 1609459200, 3: 1640995200}          # 2020, 2021, 2022-01-01
+LAST_MODIFIED = {1: "Wed, 01 Jan 2020 00:00:00 GMT", 2: "Fri, 01 Jan 2021 00:00:00 GMT",
+                 3: "Sat, 01 Jan 2022 00:00:00 GMT"}
 
 
 def _files(n):
@@ -332,3 +334,40 @@ def test_a_page_of_the_previous_release_loads_its_chunk_in_chromium(tmpdir):
         srv.stop()
     assert srv.returncode == 0
 
+
+
+def test_a_swap_while_the_rule_files_are_read_is_not_mixed_into_a_generation(tmpdir):
+    """A deploy that lands between the reading of a site's `_headers` and the opening of its
+    root would give a generation one release's rules and another's files. The injector
+    (LFHTTPD_FAULT_RENAME) swaps the link at exactly that instant, during the reload the
+    first deploy started: that generation is refused, and the next look builds one wholly
+    from the release the link names now."""
+    for n in (1, 2, 3):
+        d = _release(tmpdir, n)
+        with open(os.path.join(d, "_headers"), "w") as f:
+            f.write("/*\n  X-Release: %d\n" % n)
+    current = os.path.join(tmpdir, "current")
+    os.symlink("releases/1", current)
+    late = os.path.join(tmpdir, "late-deploy")
+    os.symlink("releases/3", late)
+    conf = os.path.join(tmpdir, "lfhttpd.conf")
+    with open(conf, "w") as f:
+        f.write("log_level info\nroot %s\nsite_rules_files on\n" % current)
+    env = dict(os.environ, LD_PRELOAD=fault_library(),
+               # the second reading of _headers (the first is the start's)
+               LFHTTPD_FAULT_RENAME="_headers %s %s 1" % (late, current))
+    srv = Server(args=["--config", conf], env=env)
+    try:
+        r = get(srv, "/v.txt")
+        assert (r.body, r.header("X-Release")) == (b"release 1\n", "1"), r
+        _swap(current, "releases/2")
+        assert wait_until(lambda: "was switched while its site rules were read" in srv.stderr,
+                          20), srv.stderr[-2000:]
+        assert wait_until(lambda: "-> releases/3: switched" in srv.stderr and
+                          get(srv, "/v.txt").body == b"release 3\n", 20), srv.stderr[-2000:]
+        r = get(srv, "/v.txt")
+        assert (r.body, r.header("X-Release")) == (b"release 3\n", "3"), r
+        assert "-> releases/2: switched" not in srv.stderr, srv.stderr[-2000:]
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
