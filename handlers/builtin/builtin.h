@@ -26,5 +26,14 @@ struct server_snapshot {
 
 void server_snapshot(struct server *srv, const struct runtime *rt, struct server_snapshot *s);
 
+/* Automatic certificates (builtin_acme.c). Why /readyz says not ready: "acme: waiting for a
+ * certificate for NAME\n" into out (its length), or 0 when every managed name has one. */
+size_t builtin_acme_waiting(char *out, size_t cap);
+struct stats_writer;
+/* The status page's "acme":[...], (one object per managed name). */
+void builtin_acme_json(struct stats_writer *o);
+/* The lfhttpd_acme_* families, labelled by name (nothing without ACME). */
+void builtin_acme_metrics(struct stats_writer *o);
+
 
 #endif
