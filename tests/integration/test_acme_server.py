@@ -24,17 +24,19 @@ pytestmark = pytest.mark.skipif(not installed(), reason="pebble is not installed
 NAME = "www.acme.test"
 
 
-def acme_conf(tmpdir, ca, names=(NAME,), challenge="http-01", directory=None, extra=""):
-    """A configuration that has lfhttpd manage `names` with the CA `ca`."""
+def acme_conf(tmpdir, ca, names=(NAME,), challenge="http-01", directory=None, extra="",
+              site=""):
+    """A configuration that has lfhttpd manage `names` with the CA `ca`; `site`: more lines of
+    their server block."""
     root = os.path.join(str(tmpdir), "site")
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, "index.html"), "w") as f:
         f.write("hello over tls\n")
     return ("root %s\nacme_ca %s\nacme_ca_bundle %s\nacme_email ops@example.org\n"
             "acme_agree_terms on\nacme_state_dir %s\nacme_challenge %s\n%s"
-            "server %s {\n    acme on\n}\n"
+            "server %s {\n    acme on\n%s}\n"
             % (root, directory or ca.directory, ca.tls_cert, os.path.join(str(tmpdir), "state"),
-               challenge, extra, " ".join(names)))
+               challenge, extra, " ".join(names), site))
 
 
 def start(tmpdir, conf, http_port, tls_port):
@@ -114,10 +116,12 @@ def acme_status(port):
 def test_acme_http01_obtain_serve_renew_restart(tmpdir):
     """HTTP-01 answered by lfhttpd's own plain listener; the issued chain served over TLS and
     verified against pebble's root; a forced renewal (SIGUSR2) swaps the certificate while an
-    open keep-alive connection goes on; a restart reuses the stored certificate, no order."""
+    open keep-alive connection goes on; a restart reuses the stored certificate, no order.
+    The site's own rule for /.well-known/ never sees the CA's request: the challenge comes
+    first."""
     ca = start_pebble(str(tmpdir))
     try:
-        conf = acme_conf(tmpdir, ca)
+        conf = acme_conf(tmpdir, ca, site="    redirect /.well-known/* https://away.invalid/ 302\n")
         s = start(tmpdir, conf, ca.http_port, ca.tls_port)
         with s:
             wait_until(lambda: ready(s.port), timeout=60, what="/readyz 200 (a certificate)")
@@ -125,6 +129,7 @@ def test_acme_http01_obtain_serve_renew_restart(tmpdir):
             c = TLSConn(ca.tls_port, root)
             assert c.get("/") == (200, "hello over tls\n")
             first = c.cert()
+            assert get(s.port, "/.well-known/other")[0] == 302  # the rule that ACME passes by
             assert metric(s.port, "lfhttpd_acme_orders_total") == 1
             st = acme_status(s.port)[NAME]
             assert st["last_ok"] and st["not_after"] > 0 and st["orders"] == 1
@@ -145,5 +150,136 @@ def test_acme_http01_obtain_serve_renew_restart(tmpdir):
             assert TLSConn(ca.tls_port, root).cert() == second
             assert metric(s.port, "lfhttpd_acme_orders_total") == 0
             assert acme_status(s.port)[NAME]["orders"] == 0
+            # a reload that changes nothing of ACME keeps its thread (and its counters)
+            s.signal(signal.SIGHUP)
+            wait_until(lambda: "SIGHUP: configuration reloaded" in s.stderr, timeout=10,
+                       what="the reload")
+            assert "acme: stopped" not in s.stderr
+            # one that changes its settings restarts it: the stored certificate again
+            with open(s.conf_path, "w") as f:
+                f.write(conf.replace("ops@example.org", "web@example.org"))
+            s.signal(signal.SIGHUP)
+            wait_until(lambda: "SIGHUP: acme: stopped (its settings changed)" in s.stderr,
+                       timeout=10, what="ACME restarted by the reload")
+            wait_until(lambda: ready(s.port), timeout=30, what="/readyz 200 after the reload")
+            assert TLSConn(ca.tls_port, root).cert() == second
+            assert metric(s.port, "lfhttpd_acme_orders_total") == 0
     finally:
         ca.stop()
+
+
+def test_acme_waiting_for_a_certificate(tmpdir):
+    """No certificate yet (the CA cannot be reached): TLS handshakes for the name fail cleanly,
+    the plain listener serves, /readyz says why, the failure is counted and shown; the
+    challenge path is the ACME client's before tls_redirect_http, and 404 for an unknown
+    token."""
+    class NoCA:
+        directory = "https://127.0.0.1:%d/dir" % free_port()
+        tls_cert = self_signed(str(tmpdir))[0]
+
+    http_port, tls_port, admin = free_port(), free_port(), free_port()
+    conf = acme_conf(tmpdir, NoCA, extra="tls_redirect_http on\nadmin_listen 127.0.0.1:%d\n"
+                     % admin)
+    s = ConfServer(str(tmpdir), conf, listen=("127.0.0.1:%d" % http_port,),
+                   args=["--tls-listen", "127.0.0.1:%d" % tls_port], expect_listeners=3)
+    with s:
+        assert get(admin, "/readyz", host="localhost") == (
+            503, "acme: waiting for a certificate for %s\n" % NAME)
+        with pytest.raises(ssl.SSLError, match="UNRECOGNIZED_NAME"):
+            TLSConn(tls_port, open(NoCA.tls_cert).read())
+        assert get(http_port, "/")[0] == 301  # tls_redirect_http
+        assert get(http_port, "/.well-known/acme-challenge/unknownToken_-1")[0] == 404
+        assert get(http_port, "/.well-known/acme-challenge/not%20a%20token")[0] == 404
+        wait_until(lambda: metric(admin, "lfhttpd_acme_failures_total") == 1, timeout=30,
+                   what="the failed attempt counted")
+        st = acme_status(admin)[NAME]
+        assert not st["last_ok"] and st["last_error"] and st["not_after"] == 0
+        assert st["next_attempt"] > st["last_attempt"]  # backing off, not a busy loop
+        assert metric(admin, "lfhttpd_acme_last_attempt_success") == 0
+        assert metric(admin, "lfhttpd_acme_certificate_not_after_seconds") == 0
+        assert "acme: %s: " % NAME in s.stderr and "next attempt in" in s.stderr
+        assert s.alive()
+        assert get(admin, "/readyz", host="localhost")[0] == 503
+
+
+def test_acme_tls_alpn01(tmpdir):
+    """TLS-ALPN-01 answered by lfhttpd's TLS listener (pebble's tlsPort); the issued chain is
+    served and verifies against pebble's root; acme-tls/1 is never chosen outside a
+    validation."""
+    ca = start_pebble(str(tmpdir))
+    try:
+        s = start(tmpdir, acme_conf(tmpdir, ca, challenge="tls-alpn-01"), free_port(),
+                  ca.tls_port)
+        with s:
+            wait_until(lambda: ready(s.port), timeout=60, what="/readyz 200 (a certificate)")
+            c = TLSConn(ca.tls_port, ca.root())
+            assert c.get("/") == (200, "hello over tls\n")
+            c.close()
+            ctx = tls_ctx(ca.root())
+            ctx.set_alpn_protocols(["acme-tls/1", "http/1.1"])
+            raw = socket.create_connection(("127.0.0.1", ca.tls_port), timeout=T(10))
+            with ctx.wrap_socket(raw, server_hostname=NAME) as t:
+                assert t.selected_alpn_protocol() == "http/1.1"
+            assert "tls-alpn-01 challenge" in s.stderr
+    finally:
+        ca.stop()
+
+
+def test_acme_certificate_file_wins(tmpdir):
+    """A name that tls_certificate claims keeps that certificate; ACME manages the others."""
+    ca = start_pebble(str(tmpdir))
+    try:
+        d = os.path.join(str(tmpdir), "own")
+        os.makedirs(d)
+        cert, key = os.path.join(d, "own.pem"), os.path.join(d, "own.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "2", "-subj", "/CN=" + NAME,
+                        "-addext", "subjectAltName=DNS:" + NAME],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        other = "other.acme.test"
+        conf = acme_conf(tmpdir, ca, names=(NAME, other),
+                         extra="tls_certificate %s %s %s\n" % (cert, key, NAME))
+        s = start(tmpdir, conf, ca.http_port, ca.tls_port)
+        with s:
+            wait_until(lambda: ready(s.port), timeout=60, what="/readyz 200 (a certificate)")
+            assert set(acme_status(s.port)) == {other}
+            assert "%s: served by its configured certificate" % NAME in s.stderr
+            TLSConn(ca.tls_port, ca.root(), name=other).close()  # ACME's, verified
+            own = TLSConn(ca.tls_port, open(cert).read())  # the file's, verified
+            assert own.get("/")[0] == 200
+            own.close()
+    finally:
+        ca.stop()
+
+
+BASE = ("listen 127.0.0.1:0\ntls_listen 127.0.0.1:0\nacme_email ops@example.org\n"
+        "acme_agree_terms on\nacme_state_dir %s\n")
+
+
+@pytest.mark.parametrize("case,body,line,reason", [
+    ("no email", "server www.acme.test {\n acme on\n}\n", 6, "acme on needs acme_email"),
+    ("no terms", "server www.acme.test {\n acme on\n}\n", 6, "acme_agree_terms on"),
+    ("wildcard", "server *.acme.test {\n acme on\n}\n", 7, "DNS-01"),
+    ("IP address", "server www.acme.test 192.0.2.7 {\n acme on\n}\n", 7,
+     "IP addresses"),
+    ("state dir", "acme_state_dir %(file)s/acme\nserver www.acme.test {\n acme on\n}\n", 6,
+     "acme state directory"),
+    ("no TLS listener", "server www.acme.test {\n acme on\n}\n", 6, "needs a TLS listener"),
+    ("top level", "acme on\n", 6, "'acme' "),
+])
+def test_acme_config_errors(tmpdir, case, body, line, reason):
+    """Each misconfiguration is refused at load with FILE:LINE: reason."""
+    state = os.path.join(str(tmpdir), "state")
+    afile = os.path.join(str(tmpdir), "a-file")
+    open(afile, "w").close()
+    conf = BASE % state + body % {"file": afile}
+    if case == "no email":
+        conf = conf.replace("acme_email ops@example.org\n", "")
+    elif case == "no terms":
+        conf = conf.replace("acme_agree_terms on\n", "")
+    elif case == "no TLS listener":
+        conf = conf.replace("tls_listen 127.0.0.1:0\n", "")
+    rc, err, path = check_config(str(tmpdir), conf)
+    assert rc == 2, err
+    assert "%s:%d: " % (path, line) in err and reason in err, err
