@@ -198,6 +198,12 @@ def test_acme_waiting_for_a_certificate(tmpdir):
         assert metric(admin, "lfhttpd_acme_last_attempt_success") == 0
         assert metric(admin, "lfhttpd_acme_certificate_not_after_seconds") == 0
         assert "acme: %s: " % NAME in s.stderr and "next attempt in" in s.stderr
+        text = get(admin, "/metrics", host="localhost")[1]
+        p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T(30))
+        assert p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(), \
+            (p.stdout, p.stderr)
+        assert "Automatic certificates" in get(admin, "/server-status", host="localhost")[1]
         assert s.alive()
         assert get(admin, "/readyz", host="localhost")[0] == 503
 
