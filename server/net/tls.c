@@ -703,7 +703,8 @@ int tls_managed_names(const char *const *names, size_t n)
 
 int tls_managed_install(const char *chain, const char *key, char *err, size_t errcap)
 {
-    SSL_CTX *ctx = ctx_new_bare(NULL, 0, 0);
+    /* sessions live in the default context (the session context): these settings are unused */
+    SSL_CTX *ctx = ctx_new_bare(NULL, 0, 3600000);
     const char *what = !ctx                                                  ? "TLS settings"
                        : SSL_CTX_use_certificate_chain_file(ctx, chain) != 1 ? chain
                        : SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ? key

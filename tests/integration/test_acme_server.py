@@ -180,9 +180,13 @@ def test_acme_waiting_for_a_certificate(tmpdir):
     http_port, tls_port, admin = free_port(), free_port(), free_port()
     conf = acme_conf(tmpdir, NoCA, extra="tls_redirect_http on\nadmin_listen 127.0.0.1:%d\n"
                      % admin)
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # systemd's end
+    notify.bind(os.path.join(str(tmpdir), "notify"))
+    notify.settimeout(T(10))
     s = ConfServer(str(tmpdir), conf, listen=("127.0.0.1:%d" % http_port,),
-                   args=["--tls-listen", "127.0.0.1:%d" % tls_port], expect_listeners=3)
-    with s:
+                   args=["--tls-listen", "127.0.0.1:%d" % tls_port], expect_listeners=3,
+                   env=dict(os.environ, NOTIFY_SOCKET=os.path.join(str(tmpdir), "notify")))
+    with s, notify:
         assert get(admin, "/readyz", host="localhost") == (
             503, "acme: waiting for a certificate for %s\n" % NAME)
         with pytest.raises(ssl.SSLError, match="UNRECOGNIZED_NAME"):
@@ -204,6 +208,10 @@ def test_acme_waiting_for_a_certificate(tmpdir):
         assert p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(), \
             (p.stdout, p.stderr)
         assert "Automatic certificates" in get(admin, "/server-status", host="localhost")[1]
+        # systemd's STATUS= line says so (the timer tick sends it a few times a second)
+        failing = "; acme: renewal failing for %s (" % NAME
+        wait_until(lambda: failing in notify.recv(4096).decode(), timeout=10,
+                   what="STATUS= naming the failing renewal")
         assert s.alive()
         assert get(admin, "/readyz", host="localhost")[0] == 503
 
