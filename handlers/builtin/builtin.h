@@ -28,12 +28,13 @@ void server_snapshot(struct server *srv, const struct runtime *rt, struct server
 
 /* Automatic certificates (builtin_acme.c). Why /readyz says not ready: "acme: waiting for a
  * certificate for NAME\n" into out (its length), or 0 when every managed name has one. */
-size_t builtin_acme_waiting(char *out, size_t cap);
+struct config;
 struct stats_writer;
+size_t builtin_acme_waiting(const struct config *cfg, char *out, size_t cap);
 /* The status page's "acme":[...], (one object per managed name). */
-void builtin_acme_json(struct stats_writer *o);
+void builtin_acme_json(const struct config *cfg, struct stats_writer *o);
 /* The lfhttpd_acme_* families, labelled by name (nothing without ACME). */
-void builtin_acme_metrics(struct stats_writer *o);
+void builtin_acme_metrics(const struct config *cfg, struct stats_writer *o);
 
 
 #endif

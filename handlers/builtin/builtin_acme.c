@@ -8,16 +8,27 @@
 #include "acme/acme.h"
 #include "base/json.h"
 #include "builtin/builtin.h"
+#include "conf/config.h"
 #include "log/stats_writer.h"
 #include "net/tls.h"
 
-size_t builtin_acme_waiting(char *out, size_t cap)
+/* The managed names' status; none when this generation has no `acme on`, or ACME manages no
+ * name (a reload turned it off: the client's status still shows its last run). */
+static size_t names(const struct config *cfg, struct acme_name_status st[ACME_MAX_NAMES])
+{
+    if (!cfg->acme.line || !tls_managed_count())
+        return 0;
+    size_t n = acme_status(st, ACME_MAX_NAMES);
+    return n < ACME_MAX_NAMES ? n : ACME_MAX_NAMES;
+}
+
+size_t builtin_acme_waiting(const struct config *cfg, char *out, size_t cap)
 {
     struct acme_name_status st[ACME_MAX_NAMES];
-    size_t n = acme_status(st, ACME_MAX_NAMES);
+    size_t n = names(cfg, st);
     /* the status says a certificate is there a moment before the TLS listener has it */
     bool served = n && tls_managed_installed();
-    for (size_t i = 0; i < n && i < ACME_MAX_NAMES; i++)
+    for (size_t i = 0; i < n; i++)
         if (!st[i].not_after || !served) {
             int len = snprintf(out, cap, "acme: waiting for a certificate for %s\n", st[i].name);
             return len < 0 ? 0 : (size_t)len < cap ? (size_t)len : cap - 1;
@@ -25,12 +36,12 @@ size_t builtin_acme_waiting(char *out, size_t cap)
     return 0;
 }
 
-void builtin_acme_json(struct stats_writer *o)
+void builtin_acme_json(const struct config *cfg, struct stats_writer *o)
 {
     struct acme_name_status st[ACME_MAX_NAMES];
-    size_t n = acme_status(st, ACME_MAX_NAMES);
+    size_t n = names(cfg, st);
     stats_printf(o, "\"acme\":[");
-    for (size_t i = 0; i < n && i < ACME_MAX_NAMES; i++) {
+    for (size_t i = 0; i < n; i++) {
         const struct acme_name_status *s = &st[i];
         stats_printf(o, "%s{\"name\":\"%s\",\"not_after\":%lld,\"last_attempt\":%lld,"
                         "\"last_ok\":%s,\"next_attempt\":%lld,\"in_progress\":%s,\"orders\":%u,"
@@ -44,12 +55,10 @@ void builtin_acme_json(struct stats_writer *o)
     stats_printf(o, "],");
 }
 
-void builtin_acme_metrics(struct stats_writer *o)
+void builtin_acme_metrics(const struct config *cfg, struct stats_writer *o)
 {
     struct acme_name_status st[ACME_MAX_NAMES];
-    size_t n = acme_status(st, ACME_MAX_NAMES);
-    if (n > ACME_MAX_NAMES)
-        n = ACME_MAX_NAMES;
+    size_t n = names(cfg, st);
     if (!n)
         return;
     static const struct {

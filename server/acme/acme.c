@@ -722,7 +722,6 @@ void acme_stop(void)
     A.client = NULL;
     pthread_mutex_lock(&A.lock);
     A.running = false;
-    A.s.n_names = 0; /* the names were the caller's: acme_status() reads them no more */
     pthread_mutex_unlock(&A.lock);
     pthread_cond_destroy(&A.cond);
     curl_global_cleanup();

@@ -13,13 +13,19 @@
 #include "log/log.h"
 #include "net/tls.h"
 
-/* The settings the thread runs with: copies (acme_start keeps pointers into them until
- * acme_stop), written only while it is stopped. */
-static struct {
-    bool running;
+/* The settings the thread runs with: copies that outlive the configuration they came from.
+ * acme_start keeps pointers into them, and acme_status() reads the names through those from
+ * any thread even after acme_stop, until the next acme_start replaces them under its lock: so
+ * a restart writes the other of two copies, never the one that may still be read. */
+struct wire_settings {
     struct config_acme conf;
     char names[ACME_MAX_NAMES][ACME_NAME_MAX + 1];
     struct acme_settings s;
+};
+static struct {
+    bool running;
+    unsigned cur; /* buf[cur]: what the thread runs (or last ran) with */
+    struct wire_settings buf[2];
 } W;
 
 static int hook_install(void *arg, const char *const *names, size_t n, const char *chain,
@@ -79,19 +85,23 @@ static bool same_settings(const struct acme_settings *a, const struct acme_setti
     return true;
 }
 
-/* Copy `s` (views into a configuration) into W, whose strings outlive that configuration. */
-static void keep_settings(const struct config *cfg, const struct acme_settings *s)
+/* Copy `s` (views into a configuration) into the copy not in use, and use it. */
+static const struct acme_settings *keep_settings(const struct config *cfg,
+                                                 const struct acme_settings *s)
 {
-    W.conf = cfg->acme;
-    W.s = *s;
-    W.s.directory_url = W.conf.directory;
-    W.s.state_dir = W.conf.state_dir;
-    W.s.email = W.conf.email;
-    W.s.ca_bundle = s->ca_bundle ? W.conf.ca_bundle : NULL;
+    W.cur ^= 1;
+    struct wire_settings *k = &W.buf[W.cur];
+    k->conf = cfg->acme;
+    k->s = *s;
+    k->s.directory_url = k->conf.directory;
+    k->s.state_dir = k->conf.state_dir;
+    k->s.email = k->conf.email;
+    k->s.ca_bundle = s->ca_bundle ? k->conf.ca_bundle : NULL;
     for (size_t i = 0; i < s->n_names; i++) {
-        snprintf(W.names[i], sizeof(W.names[i]), "%s", s->names[i]);
-        W.s.names[i] = W.names[i];
+        snprintf(k->names[i], sizeof(k->names[i]), "%s", s->names[i]);
+        k->s.names[i] = k->names[i];
     }
+    return &k->s;
 }
 
 int acme_wire_apply(const struct runtime *rt, const char *why)
@@ -99,7 +109,7 @@ int acme_wire_apply(const struct runtime *rt, const char *why)
     struct acme_settings s = { .n_names = 0 };
     if (rt->cfg.acme.line && rt->tls)
         config_acme_settings(&rt->cfg, &s, claimed, (void *)(uintptr_t)rt);
-    if (W.running && s.n_names && same_settings(&s, &W.s))
+    if (W.running && s.n_names && same_settings(&s, &W.buf[W.cur].s))
         return 0; /* unchanged: the thread, its certificate and its schedule go on */
     if (W.running) {
         acme_stop();
@@ -110,15 +120,15 @@ int acme_wire_apply(const struct runtime *rt, const char *why)
         tls_managed_names(NULL, 0);
         return 0;
     }
-    keep_settings(&rt->cfg, &s);
-    if (tls_managed_names(W.s.names, W.s.n_names) < 0 || acme_start(&W.s, &hooks) < 0) {
+    const struct acme_settings *k = keep_settings(&rt->cfg, &s);
+    if (tls_managed_names(k->names, k->n_names) < 0 || acme_start(k, &hooks) < 0) {
         log_error("%s: acme: not started; its names have no certificate", why);
         return -1;
     }
     W.running = true;
     log_notice("%s: acme: managing %zu name(s) from %s, %s challenge, state in %s", why,
-               W.s.n_names, W.s.directory_url,
-               W.s.challenge == ACME_HTTP_01 ? "http-01" : "tls-alpn-01", W.s.state_dir);
+               k->n_names, k->directory_url,
+               k->challenge == ACME_HTTP_01 ? "http-01" : "tls-alpn-01", k->state_dir);
     return 0;
 }
 
@@ -144,7 +154,8 @@ void acme_wire_summary(char *out, size_t size)
 {
     struct acme_name_status st;
     out[0] = '\0';
-    if (acme_status(&st, 1) == 0 || st.last_ok || !st.last_attempt)
+    /* (the TLS store's count, not W: this runs on the timer tick, W on the reloading thread) */
+    if (!tls_managed_count() || acme_status(&st, 1) == 0 || st.last_ok || !st.last_attempt)
         return;
     snprintf(out, size, "; acme: renewal failing for %s (%s)", st.name, st.last_error);
 }

@@ -765,6 +765,11 @@ void tls_alpn_withdraw(const char *name)
     pthread_mutex_unlock(&managed.lock);
 }
 
+unsigned tls_managed_count(void)
+{
+    return atomic_load_explicit(&managed.n, memory_order_relaxed);
+}
+
 bool tls_managed_installed(void)
 {
     pthread_mutex_lock(&managed.lock);

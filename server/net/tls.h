@@ -90,6 +90,8 @@ int tls_managed_names(const char *const *names, size_t n);
 /* Load the chain (leaf first, PEM) and its key into a new context and serve it from the next
  * handshake on; connections already using the old one keep it. 0, or -1 with a reason. */
 int tls_managed_install(const char *chain, const char *key, char *err, size_t errcap);
+/* How many names are managed (0: ACME is off). */
+unsigned tls_managed_count(void);
 /* Is a managed certificate installed (handshakes for the managed names succeed)? */
 bool tls_managed_installed(void);
 /* TLS-ALPN-01 (RFC 8737): a handshake for `name` that offers ALPN acme-tls/1 is answered with

@@ -175,7 +175,7 @@ def test_acme_waiting_for_a_certificate(tmpdir):
     token."""
     class NoCA:
         directory = "https://127.0.0.1:%d/dir" % free_port()
-        tls_cert = self_signed(str(tmpdir))[0]
+        tls_cert, tls_key = self_signed(str(tmpdir))
 
     http_port, tls_port, admin = free_port(), free_port(), free_port()
     conf = acme_conf(tmpdir, NoCA, extra="tls_redirect_http on\nadmin_listen 127.0.0.1:%d\n"
@@ -208,12 +208,22 @@ def test_acme_waiting_for_a_certificate(tmpdir):
         assert p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(), \
             (p.stdout, p.stderr)
         assert "Automatic certificates" in get(admin, "/server-status", host="localhost")[1]
+        assert s.alive()
+        assert get(admin, "/readyz", host="localhost")[0] == 503
         # systemd's STATUS= line says so (the timer tick sends it a few times a second)
         failing = "; acme: renewal failing for %s (" % NAME
         wait_until(lambda: failing in notify.recv(4096).decode(), timeout=10,
                    what="STATUS= naming the failing renewal")
-        assert s.alive()
-        assert get(admin, "/readyz", host="localhost")[0] == 503
+        # a reload that turns ACME off: ready again, nothing of ACME shown any more
+        with open(s.conf_path, "w") as f:
+            f.write(conf.replace("    acme on\n", "") + "tls_certificate %s %s\n"
+                    % (NoCA.tls_cert, NoCA.tls_key))
+        s.signal(signal.SIGHUP)
+        wait_until(lambda: "SIGHUP: configuration reloaded" in s.stderr, timeout=10,
+                   what="the reload")
+        assert get(admin, "/readyz", host="localhost") == (200, "ready\n")
+        assert acme_status(admin) == {}
+        assert "lfhttpd_acme_" not in get(admin, "/metrics", host="localhost")[1]
 
 
 def test_acme_tls_alpn01(tmpdir):
