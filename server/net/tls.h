@@ -6,9 +6,10 @@
  * even after SNI switches its certificate), and the session-ticket keys, rotated by time.
  *
  * Built once from the configuration, then immutable except for the ticket keys, which are
- * behind a mutex (any pool thread may issue or decrypt a ticket). Reference counted: the server
- * holds one reference and every TLS connection holds one from accept to close, so a future
- * configuration reload can build a new context, swap server.tls and drop the server's reference;
+ * behind a mutex (any pool thread may issue or decrypt a ticket); ACME's managed certificate,
+ * below, is the process's, not a context's. Reference counted: the server holds one reference
+ * and every TLS connection holds one from accept to close, so a future configuration reload
+ * can build a new context, swap server.tls and drop the server's reference;
  * connections still using the old context keep it alive until the last of them closes.
  *
  * Only this file and transport_tls.c call OpenSSL. */
