@@ -703,6 +703,11 @@ int tls_managed_names(const char *const *names, size_t n)
 
 int tls_managed_install(const char *chain, const char *key, char *err, size_t errcap)
 {
+    const char *unreadable = access(chain, R_OK) < 0 ? chain : access(key, R_OK) < 0 ? key : NULL;
+    if (unreadable) {
+        snprintf(err, errcap, "%s: %s", unreadable, strerror(errno));
+        return -1;
+    }
     /* sessions live in the default context (the session context): these settings are unused */
     SSL_CTX *ctx = ctx_new_bare(NULL, 0, 3600000);
     const char *what = !ctx                                                  ? "TLS settings"
