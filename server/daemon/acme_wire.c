@@ -142,7 +142,8 @@ void acme_wire_stop(void)
 
 void acme_wire_renew(void)
 {
-    if (!W.running) {
+    /* (the TLS store's count, not W: a reload_on_change may be changing W on the tick) */
+    if (!tls_managed_count()) {
         log_notice("SIGUSR2: no ACME certificate to renew");
         return;
     }
