@@ -1,5 +1,5 @@
 # lfhttpd container image: built with Debian's packages; the runtime image holds only the
-# server, the shared libraries it loads, its configuration and the default site (13.4 MB
+# server, the shared libraries it loads, its configuration and the default site (13.7 MB
 # uncompressed; `make container-test` fails it above 20 MB).
 #
 #   podman build --format docker -t lfhttpd .        # or: docker build -t lfhttpd .
