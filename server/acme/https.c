@@ -191,9 +191,10 @@ static int tls_start(struct conn *c, const struct url *u)
     if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1)
         return fail(c, "TLS: %s", ssl_why());
     X509_VERIFY_PARAM *param = SSL_get0_param(c->ssl);
+    char sni[HOST_MAX + 1]; /* the macro casts away const */
+    snprintf(sni, sizeof(sni), "%s", u->host);
     if (u->ip ? X509_VERIFY_PARAM_set1_ip_asc(param, u->host) != 1
-              : SSL_set_tlsext_host_name(c->ssl, u->host) != 1 ||
-                    SSL_set1_host(c->ssl, u->host) != 1)
+              : SSL_set_tlsext_host_name(c->ssl, sni) != 1 || SSL_set1_host(c->ssl, u->host) != 1)
         return fail(c, "TLS: %s", ssl_why());
     int r;
     while ((r = SSL_connect(c->ssl)) != 1)

@@ -34,7 +34,9 @@ static struct result handshake(struct tls_ctx *t, const char *sni, const char *a
     SSL *c = SSL_new(cctx), *s = tls_ssl_new(t, sv[1]);
     SSL_set_fd(c, sv[0]);
     SSL_set_connect_state(c);
-    SSL_set_tlsext_host_name(c, sni);
+    char host[256]; /* the macro casts away const */
+    snprintf(host, sizeof(host), "%s", sni);
+    SSL_set_tlsext_host_name(c, host);
     SSL_set_alpn_protos(c, (const unsigned char *)alpn, (unsigned)alpn_len);
     bool cdone = false, sdone = false, failed = false;
     for (int i = 0; i < 1000 && !(cdone && sdone) && !failed; i++) {
