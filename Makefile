@@ -123,7 +123,7 @@ endif
 CPPFLAGS += -D_GNU_SOURCE $(LLHTTP_DEFS) -Iserver -Ihandlers -I$(LLHTTP_INC)
 CFLAGS   += -std=gnu11 $(OPT) -fno-omit-frame-pointer $(HARDEN) $(SANFLAGS) -pthread
 LDFLAGS  += -pie -Wl,-z,relro,-z,now,-z,noexecstack $(SANFLAGS) -pthread
-LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd -lcurl -ljson-c
+LDLIBS   += -lssl -lcrypto -lcrypt -lz -lbrotlienc -lzstd -lsystemd -ljson-c
 
 SRCS := $(wildcard server/*/*.c) $(wildcard handlers/*.c handlers/*/*.c)
 # Assembler files: data embedded at build time (handlers/builtin/status_html.S: status.html).

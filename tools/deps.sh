@@ -24,9 +24,9 @@ pkgs=""
 for set in "$@"; do
     case $set in
     # zlib, Brotli, zstd: compression of static files on the fly (handlers/compress/);
-    # libcurl (OpenSSL flavour) and json-c: the ACME client's requests and responses (server/acme/)
+    # json-c: the ACME client's replies (server/acme/; its HTTPS is OpenSSL and llhttp)
     build) pkgs="$pkgs gcc make libc6-dev node-llhttp libssl-dev libcrypt-dev zlib1g-dev
-                 libbrotli-dev libzstd-dev libsystemd-dev libcurl4-openssl-dev libjson-c-dev
+                 libbrotli-dev libzstd-dev libsystemd-dev libjson-c-dev
                  python3" ;;
     # nginx-light: the reference for the static differential test; lighttpd: for the CGI one
     # (tests/integration/test_cgi_lighttpd.py); chromium: renders /server-status headless
@@ -56,7 +56,7 @@ for set in "$@"; do
     arm64) pkgs="$pkgs crossbuild-essential-arm64 qemu-user-static node-llhttp curl openssl
                  libc6-dev:arm64 libssl-dev:arm64 libcrypt-dev:arm64 zlib1g-dev:arm64
                  libbrotli-dev:arm64 libzstd-dev:arm64 libsystemd-dev:arm64
-                 libcurl4-openssl-dev:arm64 libjson-c-dev:arm64" ;;
+                 libjson-c-dev:arm64" ;;
     *) echo "deps: unknown set '$set' (build, test, fuzz, bench, package, analyze, arm64)" >&2
        exit 2 ;;
     esac

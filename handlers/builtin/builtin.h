@@ -26,5 +26,15 @@ struct server_snapshot {
 
 void server_snapshot(struct server *srv, const struct runtime *rt, struct server_snapshot *s);
 
+/* Automatic certificates (builtin_acme.c). Why /readyz says not ready: "acme: waiting for a
+ * certificate for NAME\n" into out (its length), or 0 when every managed name has one. */
+struct config;
+struct stats_writer;
+size_t builtin_acme_waiting(const struct config *cfg, char *out, size_t cap);
+/* The status page's "acme":[...], (one object per managed name). */
+void builtin_acme_json(const struct config *cfg, struct stats_writer *o);
+/* The lfhttpd_acme_* families, labelled by name (nothing without ACME). */
+void builtin_acme_metrics(const struct config *cfg, struct stats_writer *o);
+
 
 #endif

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acme/acme.h"
 #include "builtin/builtin.h"
 #include "base/fdio.h"
 #include "builtin/builtin_conf.h"
@@ -154,12 +155,17 @@ static int health_handle(void *inst, struct exchange *ex)
     switch (p->kind) {
     case PROBE_LIVE: /* the process answers: also while draining */
         return send_text(ex, 200, type, "alive\n", 6);
-    case PROBE_READY:
+    case PROBE_READY: {
+        char why[ACME_NAME_MAX + 64];
+        size_t n = server_ready(p->srv) ? builtin_acme_waiting(&ex->rt->cfg, why, sizeof(why)) : 0;
+        if (n) /* serving, but a name it must serve over TLS has no certificate yet */
+            return send_text(ex, 503, type, why, n);
         if (server_ready(p->srv))
             return send_text(ex, 200, type, "ready\n", 6);
         if (server_stopping(p->srv))
             return send_text(ex, 503, type, "stopping\n", 9);
         return send_text(ex, 503, type, "starting\n", 9);
+    }
     case PROBE_HEALTH:
         break;
     }
@@ -220,6 +226,7 @@ static void status_json(struct stats_writer *o, struct server *srv, const struct
          (unsigned long long)l->entries, (unsigned long long)l->evictions,
          (unsigned long long)l->fail_open, (unsigned long long)l->conns_refused,
          (unsigned long long)l->requests_conn, (unsigned long long)l->requests_rate);
+    builtin_acme_json(&rt->cfg, o);
     outf(o, "\"workers\":[");
     for (unsigned i = 0; i < s->core.nworkers; i++)
         outf(o, "%s{\"role\":\"%s\",\"events\":%llu,\"requests\":%llu,\"bytes_sent\":%llu,"
@@ -391,6 +398,7 @@ static int metrics_handle(void *inst, struct exchange *ex)
            s.core.timers);
     handlers_stats(srv, ex->rt, &o); /* the file cache's, compression's, CGI's families */
     metrics_limits(&o, &s.core.limits);
+    builtin_acme_metrics(&ex->rt->cfg, &o);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",
            (unsigned long long)s.core.uptime);
     metric(&o, "lfhttpd_draining", "gauge", "1 during a graceful stop.", s.core.draining);

@@ -13,7 +13,6 @@
 #include "log/log.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -675,16 +674,12 @@ int acme_start(const struct acme_settings *s, const struct acme_hooks *h)
         log_error("acme: %s: %s", s->state_dir, strerror(-err));
         return -1;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        log_error("acme: cannot initialize libcurl");
-        return -1;
-    }
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     err = pthread_cond_init(&A.cond, &ca);
     pthread_condattr_destroy(&ca);
     if (err != 0)
-        goto fail_curl;
+        goto fail;
     /* under the lock: a status page may read it while an earlier run's numbers go */
     pthread_mutex_lock(&A.lock);
     A.s = *s;
@@ -703,8 +698,7 @@ int acme_start(const struct acme_settings *s, const struct acme_hooks *h)
 
 fail_cond:
     pthread_cond_destroy(&A.cond);
-fail_curl:
-    curl_global_cleanup();
+fail:
     log_error("acme: cannot start its thread: %s", strerror(err));
     return -1;
 }
@@ -724,7 +718,6 @@ void acme_stop(void)
     A.running = false;
     pthread_mutex_unlock(&A.lock);
     pthread_cond_destroy(&A.cond);
-    curl_global_cleanup();
 }
 
 void acme_renew_now(void)

@@ -76,7 +76,7 @@ const char *acme_settings_check(const struct acme_settings *s);
 
 /* Start the ACME thread. 0, or -1 with one line logged (bad settings, no thread). Start and
  * stop from one thread (the daemon's main one). The process must ignore SIGPIPE (lfhttpd
- * does): libcurl is told not to touch signals, it runs on a thread. */
+ * does): OpenSSL writes to the CA's socket with write(2). */
 int acme_start(const struct acme_settings *s, const struct acme_hooks *h);
 /* Stop it (an exchange with the CA in flight is aborted) and withdraw any challenge. */
 void acme_stop(void);

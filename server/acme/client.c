@@ -1,4 +1,4 @@
-/* client.c — the ACME protocol (RFC 8555) over libcurl, for one account (client.h).
+/* client.c — the ACME protocol (RFC 8555) over https.h, for one account (client.h).
  *
  * Requests: every POST is a JWS signed with the account key (the first, newAccount, carries
  * the JWK; the others the account URL, "kid"), with a fresh nonce from the previous reply or
@@ -8,12 +8,12 @@
 #include "acme/client.h"
 
 #include "acme/certs.h"
+#include "acme/https.h"
 #include "acme/jws.h"
 #include "acme/schedule.h"
 #include "base/version.h"
 #include "log/log.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdarg.h>
@@ -68,7 +68,6 @@ struct acme_client {
     const struct client_env *env;
     EVP_PKEY *account;
     char thumbprint[JWS_THUMBPRINT_LEN + 1];
-    CURL *curl;
     char new_nonce[URL_MAX], new_account[URL_MAX], new_order[URL_MAX];
     char renewal_info[URL_MAX]; /* ARI; empty when the CA has none */
     char kid[URL_MAX];
@@ -108,63 +107,43 @@ long client_retry_after(const struct acme_client *c)
 
 /* ---- transport --------------------------------------------------------------------------- */
 
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
+static int on_body(void *arg, const char *p, size_t len)
 {
     struct reply *r = arg;
-    size_t len = size * n;
     char *b;
 
     if (r->len + len > r->max) {
         r->too_big = true;
-        return 0; /* aborts the transfer */
+        return -1; /* aborts the transfer */
     }
     b = realloc(r->body, r->len + len + 1);
     if (!b)
-        return 0;
+        return -1;
     memcpy(b + r->len, p, len);
     r->body = b;
     r->len += len;
     b[r->len] = '\0';
-    return len;
+    return 0;
 }
 
-/* Copy a header's value (trimmed) into dst when the line is that header; an over-long value
- * is dropped, never cut (a cut nonce or URL would only fail later, less clearly). */
-static void take_header(const char *line, size_t len, const char *name, char *dst, size_t cap)
+/* Copy a header's value into dst when it is that header; an over-long value is dropped,
+ * never cut (a cut nonce or URL would only fail later, less clearly). */
+static void take_header(const char *field, size_t flen, const char *value, size_t vlen,
+                        const char *name, char *dst, size_t cap)
 {
-    size_t nl = strlen(name);
-
-    if (len <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+    if (flen != strlen(name) || strncasecmp(field, name, flen) != 0 || vlen >= cap)
         return;
-    line += nl + 1;
-    len -= nl + 1;
-    while (len > 0 && (*line == ' ' || *line == '\t'))
-        line++, len--;
-    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' '))
-        len--;
-    if (len >= cap)
-        return;
-    memcpy(dst, line, len);
-    dst[len] = '\0';
+    memcpy(dst, value, vlen);
+    dst[vlen] = '\0';
 }
 
-static size_t on_header(char *p, size_t size, size_t n, void *arg)
+static void on_header(void *arg, const char *f, size_t flen, const char *v, size_t vlen)
 {
     struct reply *r = arg;
-    size_t len = size * n;
 
-    take_header(p, len, "Replay-Nonce", r->nonce, sizeof(r->nonce));
-    take_header(p, len, "Location", r->location, sizeof(r->location));
-    take_header(p, len, "Retry-After", r->retry_after, sizeof(r->retry_after));
-    return len;
-}
-
-static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c2, curl_off_t d)
-{
-    const struct acme_client *c = arg;
-
-    (void)a, (void)b, (void)c2, (void)d;
-    return c->env->stopping() ? 1 : 0;
+    take_header(f, flen, v, vlen, "Replay-Nonce", r->nonce, sizeof(r->nonce));
+    take_header(f, flen, v, vlen, "Location", r->location, sizeof(r->location));
+    take_header(f, flen, v, vlen, "Retry-After", r->retry_after, sizeof(r->retry_after));
 }
 
 static void reply_reset(struct reply *r, size_t max)
@@ -198,42 +177,25 @@ static bool url_ok(const struct acme_client *c, const char *url)
 static int transfer(struct acme_client *c, const char *url, const char *body, bool head,
                     const char *accept, struct reply *r)
 {
-    struct curl_slist *hdrs = NULL;
-    char accept_hdr[HEADER_VALUE_MAX];
-    CURLcode rc;
+    char hdrs[2 * HEADER_VALUE_MAX], err[URL_MAX];
+    const struct https_reply_ops ops = { .arg = r, .header = on_header, .body = on_body };
 
-    curl_easy_reset(c->curl);
-    snprintf(accept_hdr, sizeof(accept_hdr), "Accept: %s", accept);
-    hdrs = curl_slist_append(hdrs, accept_hdr);
-    if (body)
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/jose+json");
-    if (!hdrs)
-        return fail(c, "out of memory");
-    curl_easy_setopt(c->curl, CURLOPT_URL, url);
-    curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, c->s->test_ca ? "https,http" : "https");
-    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, TRANSFER_TIMEOUT_S);
-    curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "lfhttpd/" LFHTTPD_VERSION " (acme)");
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
-    if (c->s->ca_bundle)
-        curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->s->ca_bundle);
-    if (head)
-        curl_easy_setopt(c->curl, CURLOPT_NOBODY, 1L);
-    if (body)
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-    rc = curl_easy_perform(c->curl);
-    curl_slist_free_all(hdrs);
-    if (rc != CURLE_OK)
-        return fail(c, "%s: %s", url, r->too_big ? "reply too large" : curl_easy_strerror(rc));
-    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+    snprintf(hdrs, sizeof(hdrs), "User-Agent: lfhttpd/%s (acme)\r\nAccept: %s\r\n%s",
+             LFHTTPD_VERSION, accept, body ? "Content-Type: application/jose+json\r\n" : "");
+    const struct https_request rq = {
+        .url = url,
+        .method = body ? "POST" : head ? "HEAD" : "GET",
+        .headers = hdrs,
+        .body = body,
+        .body_len = body ? strlen(body) : 0,
+        .ca_bundle = c->s->ca_bundle,
+        .allow_http = c->s->test_ca,
+        .connect_ms = CONNECT_TIMEOUT_S * MS_PER_S,
+        .total_ms = TRANSFER_TIMEOUT_S * MS_PER_S,
+        .stopping = c->env->stopping,
+    };
+    if (https_exchange(&rq, &ops, &r->status, err, sizeof(err)) < 0)
+        return fail(c, "%s: %s", url, r->too_big ? "reply too large" : err);
     r->too_big = false;
     return 0;
 }
@@ -844,10 +806,7 @@ struct acme_client *client_new(const struct acme_settings *s, const struct clien
 {
     struct acme_client *c = calloc(1, sizeof(*c));
 
-    if (!c || (c->curl = curl_easy_init()) == NULL
-        || jws_thumbprint(account, c->thumbprint) < 0) {
-        if (c)
-            curl_easy_cleanup(c->curl);
+    if (!c || jws_thumbprint(account, c->thumbprint) < 0) {
         free(c);
         EVP_PKEY_free(account);
         return NULL;
@@ -863,7 +822,6 @@ void client_free(struct acme_client *c)
 {
     if (!c)
         return;
-    curl_easy_cleanup(c->curl);
     EVP_PKEY_free(c->account);
     free(c);
 }

@@ -1,5 +1,5 @@
 /* client.h — one ACME conversation (RFC 8555 7): the directory, nonces, the account, and an
- * order through to its certificate. Runs on the ACME thread only; libcurl underneath.
+ * order through to its certificate. Runs on the ACME thread only; https.h underneath.
  *
  * Each step checks what the CA answered before using it (see acme.h) and fails with a reason
  * in c->why; a CA's Retry-After on a failure is kept in c->retry_after for the backoff. */
@@ -26,7 +26,7 @@ struct client_env {
 struct acme_client;
 
 /* A client for s's CA with the account key `account` (taken: the client frees it). NULL when
- * out of memory or libcurl will not start. */
+ * out of memory. */
 struct acme_client *client_new(const struct acme_settings *s, const struct client_env *env,
                                EVP_PKEY *account);
 void client_free(struct acme_client *c);

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "base/netaddr.h"
+#include "conf/acme_conf.h"
 #include "conf/site.h"
 #include "http/http_parser.h"
 #include "net/listen.h"
@@ -92,6 +93,8 @@ struct config {
     unsigned tls_hsts;              /* Strict-Transport-Security max-age (s); 0 = no header */
     bool tls_redirect_http;         /* plain listeners answer 301 to the https:// URL */
     unsigned tls_redirect_line;     /* where the file set it (0: not from the file) */
+    /* Automatic certificates (acme_conf.h): `acme on` blocks' names and the acme_* settings. */
+    struct config_acme acme;
 
     /* The handler types' process-wide settings, one block per registered type
      * (handler_conf.h). */

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf/acme_conf.h"
 #include "conf/config.h"
 #include "conf/handler_conf.h"
 #include "conf/site_rules.h"
@@ -739,6 +740,14 @@ static const struct directive directive_table[] = {
     { "tls_hsts", IN_TOP, ONE, directive_number,
       NUM(TOP(tls_hsts), F_UNSIGNED, U_COUNT, 0, 315360000) },
     { "tls_redirect_http", IN_TOP, ONE, directive_onoff, TOP(tls_redirect_http), 0, 0, 0, 0 },
+    /* automatic certificates (acme_conf.h): `acme on` per server block, the rest process-wide */
+    { "acme", IN_SERVER, ONE, acme_conf_on, 0, 0, 0, 0, 0 },
+    { "acme_ca", IN_TOP, ONE, acme_conf_ca, 0, 0, 0, 0, 0 },
+    { "acme_email", IN_TOP, ONE, acme_conf_email, 0, 0, 0, 0, 0 },
+    { "acme_agree_terms", IN_TOP, ONE, directive_onoff, TOP(acme.agree_terms), 0, 0, 0, 0 },
+    { "acme_state_dir", IN_TOP, ONE, acme_conf_path, 0, 0, 0, 0, 0 },
+    { "acme_challenge", IN_TOP, ONE, acme_conf_challenge, 0, 0, 0, 0, 0 },
+    { "acme_ca_bundle", IN_TOP, ONE, acme_conf_path, 0, 0, 0, 0, 0 },
     /* sites and locations */
     { "root", IN_ANY, ONE, d_root, 0, 0, 0, 0, 0 },
     { "root_follow", IN_ANY, ONE, directive_onoff, LOC(root_follow), F_INT, 0, 0, 0 },

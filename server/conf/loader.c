@@ -595,7 +595,9 @@ static enum config_result cli_finish(struct config *cfg, const struct cli *cl)
         cfg->listen_default = true;
     }
     bool tls = config_has_tls(cfg);
-    if (tls && cfg->ncerts == 0) {
+    if (config_acme_finish(cfg) < 0)
+        return CONFIG_ERROR;
+    if (tls && cfg->ncerts == 0 && !cfg->acme.line) {
         /* Point at the file's first TLS listener, unless the command line gave them. */
         unsigned line = 0;
         for (unsigned i = 0; i < cfg->nlisten && !line; i++)

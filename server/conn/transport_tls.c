@@ -103,6 +103,8 @@ static ssize_t tls_read(struct conn *c, void *buf, size_t len)
             return tls_fail(c, r, "handshake");
         c->tp_flags &= (uint8_t)~TP_HANDSHAKING;
         mx_count_tls(SSL_session_reused(c->ssl) == 1);
+        if (tls_ssl_acme_challenge(c->ssl))
+            return 0; /* a TLS-ALPN-01 validation: the handshake was all of it, no HTTP */
     }
     /* The error queue is clear from here on: a successful SSL_read_ex or one that wants the
      * network adds nothing to it, and tls_fail() clears what a failure added. (Each clear costs

@@ -209,7 +209,8 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
     /* -t checks the access log's path (config.c) but does not create the file. */
     if (!rt->cfg.test_only && access_log_open(rt) < 0)
         goto fail;
-    if (rt->cfg.ncerts > 0) {
+    if (rt->cfg.ncerts > 0 || (rt->cfg.acme.line && config_has_tls(&rt->cfg))) {
+        /* (ACME alone: a context without a certificate of its own, tls.h) */
         struct tls_settings ts;
         config_tls_settings(&rt->cfg, &ts);
         rt->tls = tls_ctx_create(&ts); /* prints its own FILE:LINE error line */

@@ -5,7 +5,7 @@
  *   - a timerfd ticking every TICK_MS: expires connections past their deadline (the sweep),
  *     re-arms paused listeners, and enforces the drain deadline;
  *   - a signalfd: SIGINT/SIGTERM start the graceful drain, SIGHUP reloads the configuration,
- *     SIGUSR1 reopens the log files;
+ *     SIGUSR1 reopens the log files; SIGUSR2 renews the ACME certificate now;
  *   - an eventfd that wakes the leader out of epoll_wait when the pool stops. */
 #include "daemon/server.h"
 
@@ -33,6 +33,8 @@
 #include "log/diag.h"
 #include "log/log.h"
 #include "conf/runtime.h"
+#include "acme/acme.h"
+#include "daemon/acme_wire.h"
 #include "daemon/watch.h"
 
 #define TICK_MS 250
@@ -113,10 +115,12 @@ static void status_summary(void *arg, char *out, size_t size)
                                          memory_order_relaxed);
     /* The published runtime's generation: srv->generation belongs to the reloading thread. */
     struct runtime *rt = server_runtime(srv);
-    snprintf(out, size, "%s: %u connection(s), %llu request(s), configuration generation %u",
+    char acme[ACME_ERROR_MAX + ACME_NAME_MAX + 64];
+    acme_wire_summary(acme, sizeof(acme)); /* a failing renewal, for `systemctl status` */
+    snprintf(out, size, "%s: %u connection(s), %llu request(s), configuration generation %u%s",
              atomic_load(&srv->conns.draining) ? "draining" : "serving",
              atomic_load_explicit(&srv->conns.open, memory_order_relaxed),
-             (unsigned long long)requests, rt->generation);
+             (unsigned long long)requests, rt->generation, acme);
     runtime_unref(rt);
 }
 
@@ -188,6 +192,8 @@ static void on_signal(struct event_handler *eh, uint32_t events, struct worker *
                 log_error("SIGUSR1: reopening logs failed: %s", strerror(a < 0 ? -a : -e));
             else
                 log_notice("SIGUSR1: log files reopened");
+        } else if (si.ssi_signo == SIGUSR2) {
+            acme_wire_renew();
         }
     }
     hs_rearm(srv->hs, eh, EPOLLIN);
@@ -393,6 +399,7 @@ static int add_core_handles(struct server *srv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (add_handle(srv, &srv->signals, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC), &signal_ops,
@@ -522,6 +529,10 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
             return -1;
         }
     }
+    /* after the listeners (a challenge is answered as soon as it is published) and after
+     * dropping privileges (its files belong to the user the server runs as) */
+    if (acme_wire_apply(rt, "start") < 0)
+        return -1; /* (logged) */
     char err[128];
     /* after dropping privileges: watch what the server can still read */
     if (watch_update(srv->watch, c, err, sizeof(err)) < 0) {
@@ -644,6 +655,7 @@ static void reload(struct server *srv, const char *why)
     runtime_unref(cur); /* the slot's reference keeps it until publish_runtime drops it */
     cur = NULL;
     publish_runtime(srv, rt);
+    acme_wire_apply(rt, why); /* the slot's reference keeps rt; logs its own failure */
     rt = NULL;
     access_log_flush(); /* the lines of the old configuration's log, before the new one's */
     log_notice("%s: configuration reloaded (generation %u)", why, srv->generation);
@@ -761,6 +773,7 @@ void server_destroy(struct server *srv)
     /* The pool has stopped: no pool thread runs a handler any more. Handler types' own threads
      * stop next (they could touch an exchange), then what is left is freed (connections still
      * open when the drain deadline passed: their exchanges are aborted). */
+    acme_wire_stop(); /* its thread touches no connection: only the TLS store */
     timer_destroy(&srv->timers); /* before what its entries live in */
     watch_free(srv->watch);
     srv->watch = NULL;

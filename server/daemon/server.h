@@ -58,7 +58,7 @@ struct server {
     struct systemd_state sd;     /* sockets passed by systemd, readiness notification */
 
     struct server_handle timer;  /* timerfd: timeouts, draining, resuming paused listeners */
-    struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1 */
+    struct server_handle signals;/* signalfd: SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 */
     struct server_handle stop;   /* eventfd: wakes the leader when the pool stops */
     struct timer_heap timers;    /* timerfd: handler timers (delays, CGI timeouts); timer.h */
     struct config_watch *watch;  /* inotify: reload_on_change (watch.h) */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acme/acme.h"
 #include "exchange/access_log.h"
 #include "exchange/auth_basic.h"
 #include "exchange/ex_rules.h"
@@ -621,6 +622,33 @@ static int redirect_to_https(struct exchange *ex, unsigned port)
     return ex_send(ex, &r, page, n);
 }
 
+/* HTTP-01 (RFC 8555 8.3): GET /.well-known/acme-challenge/TOKEN on a plain listener, answered
+ * from the ACME client's table (never a file), before redirects, limits, rules and
+ * authentication: the CA must reach it whatever the site does. 0 or -errno when answered (404
+ * for a token not published), 1 for any other request. */
+static int acme_http01(struct exchange *ex)
+{
+    const struct strview p = ex->req->path;
+    const size_t plen = sizeof(ACME_HTTP01_PREFIX) - 1;
+    if (p.len <= plen || memcmp(p.ptr, ACME_HTTP01_PREFIX, plen) ||
+        (ex->req->method != HTTP_GET && ex->req->method != HTTP_HEAD))
+        return 1;
+    const char *token = p.ptr + plen;
+    size_t tlen = p.len - plen;
+    char key_auth[ACME_KEYAUTH_MAX + 1];
+    size_t ok = 0; /* base64url (RFC 8555 8.3), or no such token */
+    while (ok < tlen && (isalnum((unsigned char)token[ok]) || token[ok] == '-' || token[ok] == '_'))
+        ok++;
+    ssize_t n = ok == tlen ? acme_http01_lookup(token, tlen, key_auth, sizeof(key_auth)) : -1;
+    if (n < 0)
+        return ex_error(ex, 404);
+    char head[RESP_HEAD_MAX];
+    struct response r;
+    resp_begin(&r, head, sizeof(head), 200, ex->date);
+    RESP_LIT(&r, "Content-Type: application/octet-stream\r\nCache-Control: no-store\r\n");
+    return ex_send(ex, &r, key_auth, (size_t)n);
+}
+
 /* 401 with WWW-Authenticate for the location's realm (Basic authentication, RFC 7617). */
 static int auth_challenge(struct exchange *ex, const char *realm)
 {
@@ -662,6 +690,9 @@ static int dispatch(struct exchange *ex, const struct request_ctx *rc,
     const struct site *site = ex->admin ? &ss->sites[ss->admin_site] : site_select(ss, req->host);
     ex->mx_vhost = site->mx_slot;
     int rc2;
+    /* ACME's HTTP-01 first (one test when it is off): nothing of the site applies to it */
+    if (ex->rt->cfg.acme.line && !rc->tls && !ex->admin && (rc2 = acme_http01(ex)) != 1)
+        return rc2;
     if (!rc->tls && ex->rt->cfg.tls_redirect_http && !ex->admin) {
         if ((rc2 = check_limits(ex, &site->base, rc, held)) != 0)
             return rc2 < 0 ? rc2 : 0;

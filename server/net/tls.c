@@ -54,6 +54,7 @@ struct tls_ctx {
     _Atomic unsigned refs;
     struct tls_cert certs[TLS_MAX_CERTS];
     unsigned ncerts;
+    bool bare;              /* certs[0] has no certificate: every name is ACME's (tls.h) */
 
     /* Ticket keys, generated: keys[0] seals new tickets; keys[1] (the previous key) still
      * opens tickets, which are then renewed. A key is replaced after `rotation_ms`, so a ticket
@@ -100,44 +101,172 @@ static bool cert_matches(const struct tls_cert *tc, const char *name, size_t nle
     return false;
 }
 
-/* SNI: switch to the first certificate that claims the name; the default otherwise. */
+/* ---- certificates obtained at run time (ACME), shared by every context --------------- */
+
+#define ACME_TLS_1 "acme-tls/1"
+
+struct alpn_challenge {
+    char name[TLS_NAME_MAX + 1];
+    X509 *cert;
+    EVP_PKEY *key;
+};
+
+/* The names ACME manages, their certificate once there is one, and the TLS-ALPN-01 challenge
+ * certificates published meanwhile. Handshakes read them under the lock, and only when some
+ * exist (the atomic counts): a server without ACME pays two relaxed loads per handshake. */
+static struct {
+    pthread_mutex_t lock;
+    _Atomic unsigned n;
+    char names[TLS_MANAGED_MAX][TLS_NAME_MAX + 1];
+    SSL_CTX *ctx; /* NULL until the first certificate is installed */
+    _Atomic unsigned nalpn;
+    struct alpn_challenge alpn[TLS_MANAGED_MAX];
+} managed = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ex_data of an SSL answering a TLS-ALPN-01 challenge (RFC 8737) */
+static int acme_idx = -1;
+static pthread_once_t acme_idx_once = PTHREAD_ONCE_INIT;
+
+static void acme_idx_init(void)
+{
+    acme_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+static bool managed_name(const char *name, size_t len)
+{
+    unsigned n = atomic_load_explicit(&managed.n, memory_order_relaxed);
+    for (unsigned i = 0; i < n; i++)
+        if (strlen(managed.names[i]) == len && strncasecmp(managed.names[i], name, len) == 0)
+            return true;
+    return false;
+}
+
+/* SNI for a managed name: its certificate, or a clean failure until there is one. */
+static int managed_sni(SSL *ssl, int *alert, const char *name, size_t len)
+{
+    int rc = SSL_TLSEXT_ERR_NOACK;
+    pthread_mutex_lock(&managed.lock);
+    if (!name) {
+        if (managed.ctx && !SSL_set_SSL_CTX(ssl, managed.ctx))
+            rc = SSL_TLSEXT_ERR_ALERT_FATAL; /* no SNI, no certificate from a file: ACME's */
+    } else if (managed_name(name, len)) {
+        rc = SSL_TLSEXT_ERR_OK;
+        if (!managed.ctx || !SSL_set_SSL_CTX(ssl, managed.ctx)) {
+            *alert = SSL_AD_UNRECOGNIZED_NAME; /* no certificate yet: refused, not guessed */
+            rc = SSL_TLSEXT_ERR_ALERT_FATAL;
+        }
+    }
+    pthread_mutex_unlock(&managed.lock);
+    return rc;
+}
+
+/* The first name of a ClientHello's server_name extension (RFC 6066 3). */
+static bool hello_sni(SSL *ssl, char *out, size_t cap)
+{
+    const unsigned char *p;
+    size_t len;
+    if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &len) || len < 5)
+        return false;
+    size_t list = (size_t)p[0] << 8 | p[1];
+    size_t n = (size_t)p[3] << 8 | p[4];
+    if (list + 2 != len || p[2] != TLSEXT_NAMETYPE_host_name || n + 5 > len || n >= cap || !n)
+        return false;
+    memcpy(out, p + 5, n);
+    out[n] = '\0';
+    return memchr(out, '\0', n) == NULL;
+}
+
+/* Does the ClientHello's ALPN list offer acme-tls/1? */
+static bool hello_offers_acme(SSL *ssl)
+{
+    const unsigned char *p;
+    size_t len;
+    if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p,
+                                   &len) || len < 2 || ((size_t)p[0] << 8 | p[1]) != len - 2)
+        return false;
+    for (size_t i = 2; i < len;) {
+        size_t n = p[i];
+        if (i + 1 + n > len)
+            return false;
+        if (n == sizeof(ACME_TLS_1) - 1 && memcmp(p + i + 1, ACME_TLS_1, n) == 0)
+            return true;
+        i += 1 + n;
+    }
+    return false;
+}
+
+/* The first callback of a handshake: a TLS-ALPN-01 validation (acme-tls/1 offered, for a name
+ * with a published challenge) gets the challenge certificate, and nothing else. */
+static int client_hello_cb(SSL *ssl, int *alert, void *arg)
+{
+    (void)alert;
+    (void)arg;
+    if (!atomic_load_explicit(&managed.nalpn, memory_order_relaxed) || !hello_offers_acme(ssl))
+        return SSL_CLIENT_HELLO_SUCCESS;
+    char name[TLS_NAME_MAX + 1];
+    if (!hello_sni(ssl, name, sizeof(name)))
+        return SSL_CLIENT_HELLO_SUCCESS;
+    bool used = false;
+    pthread_mutex_lock(&managed.lock);
+    for (unsigned i = 0; i < TLS_MANAGED_MAX && !used; i++) {
+        const struct alpn_challenge *c = &managed.alpn[i];
+        if (c->cert && strcasecmp(c->name, name) == 0)
+            used = SSL_use_certificate(ssl, c->cert) == 1 && SSL_use_PrivateKey(ssl, c->key) == 1;
+    }
+    pthread_mutex_unlock(&managed.lock);
+    if (used)
+        SSL_set_ex_data(ssl, acme_idx, (void *)(uintptr_t)1);
+    ERR_clear_error();
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+bool tls_ssl_acme_challenge(struct ssl_st *ssl)
+{
+    return acme_idx >= 0 && SSL_get_ex_data(ssl, acme_idx) != NULL;
+}
+
+/* SNI: switch to the first certificate that claims the name; then a name ACME manages; the
+ * default otherwise. A TLS-ALPN-01 validation keeps its challenge certificate. */
 static int sni_cb(SSL *ssl, int *alert, void *arg)
 {
     struct tls_ctx *t = arg;
-    (void)alert;
+    if (tls_ssl_acme_challenge(ssl))
+        return SSL_TLSEXT_ERR_OK;
     const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    if (!name)
-        return SSL_TLSEXT_ERR_NOACK;
-    size_t len = strlen(name);
-    for (unsigned i = 0; i < t->ncerts; i++) {
+    size_t len = name ? strlen(name) : 0;
+    for (unsigned i = 0; name && t && i < t->ncerts; i++) {
         if (!cert_matches(&t->certs[i], name, len))
             continue;
         if (i > 0 && !SSL_set_SSL_CTX(ssl, t->certs[i].ctx))
             return SSL_TLSEXT_ERR_ALERT_FATAL;
         return SSL_TLSEXT_ERR_OK;
     }
+    if (atomic_load_explicit(&managed.n, memory_order_relaxed) && (name || (t && t->bare)))
+        return managed_sni(ssl, alert, name, len);
     return SSL_TLSEXT_ERR_NOACK;
 }
 
-/* ALPN: http/1.1 when the client offers it; otherwise no ALPN (the client may still speak
- * HTTP/1.1, which is all there is). */
+/* ALPN: acme-tls/1 for a TLS-ALPN-01 validation (RFC 8737 3), and only then; http/1.1 when the
+ * client offers it; otherwise no ALPN (the client may still speak HTTP/1.1, which is all there
+ * is). */
 static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                    const unsigned char *in, unsigned inlen, void *arg)
 {
-    (void)ssl;
     (void)arg;
+    bool acme = tls_ssl_acme_challenge(ssl);
     for (unsigned i = 0; i < inlen;) {
         unsigned n = in[i];
         if (i + 1 + n > inlen)
             break;
-        if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+        if (acme ? n == sizeof(ACME_TLS_1) - 1 && memcmp(in + i + 1, ACME_TLS_1, n) == 0
+                 : n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
             *out = in + i + 1;
-            *outlen = 8;
+            *outlen = (unsigned char)n;
             return SSL_TLSEXT_ERR_OK;
         }
         i += 1 + n;
     }
-    return SSL_TLSEXT_ERR_NOACK;
+    return acme ? SSL_TLSEXT_ERR_ALERT_FATAL : SSL_TLSEXT_ERR_NOACK;
 }
 
 static bool ticket_key_new(struct ticket_key *k, int64_t now)
@@ -295,29 +424,18 @@ static bool use_key(SSL_CTX *ctx, const struct tls_settings *ts, const struct tl
     return false;
 }
 
-static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
-                             const struct tls_cert_conf *tc, struct passphrase *pass)
+/* A server SSL_CTX with the policy's settings and callbacks, and no certificate yet. */
+static SSL_CTX *ctx_new_bare(struct tls_ctx *t, unsigned session_cache, unsigned session_timeout)
 {
     /* SSL_CTX_set1_groups_list() casts its argument to char *: give it a mutable copy. */
     char groups[] = TLS_GROUPS;
-    const char *cert = tc->cert, *key = tc->key;
-    if (access(cert, R_OK) < 0) {
-        cert_error(ts, tc, "certificate %s: %s", cert, strerror(errno));
-        return NULL;
-    }
-    if (access(key, R_OK) < 0) {
-        cert_error(ts, tc, "key %s: %s", key, strerror(errno));
-        return NULL;
-    }
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    if (!ctx) {
-        cert_error(ts, tc, "SSL_CTX_new: %s", ssl_reason());
+    if (!ctx)
         return NULL;
-    }
     uint64_t opts = SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA |
                     SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                    SSL_OP_IGNORE_UNEXPECTED_EOF | (t->tickets ? 0 : SSL_OP_NO_TICKET);
+                    SSL_OP_IGNORE_UNEXPECTED_EOF | (t && t->tickets ? 0 : SSL_OP_NO_TICKET);
     SSL_CTX_set_options(ctx, opts);
     /* Non-blocking writes in records: SSL_write returns after each record, and a write retried
      * after WANT_WRITE may come from another buffer (another thread's stack) holding the same
@@ -331,10 +449,41 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
         SSL_CTX_set1_groups_list(ctx, groups) != 1 ||
         SSL_CTX_set_session_id_context(ctx, (const unsigned char *)SESSION_ID_CONTEXT,
                                        sizeof(SESSION_ID_CONTEXT) - 1) != 1) {
-        cert_error(ts, tc, "TLS settings: %s", ssl_reason());
-        goto fail;
+        SSL_CTX_free(ctx);
+        return NULL;
     }
+    SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, NULL);
+    SSL_CTX_set_tlsext_servername_callback(ctx, sni_cb);
+    SSL_CTX_set_tlsext_servername_arg(ctx, t);
+    SSL_CTX_set_session_cache_mode(ctx, session_cache ? SSL_SESS_CACHE_SERVER
+                                                      : SSL_SESS_CACHE_OFF);
+    if (session_cache)
+        SSL_CTX_sess_set_cache_size(ctx, session_cache);
+    SSL_CTX_set_timeout(ctx, (long)(session_timeout / 1000));
+    if (t && t->tickets)
+        SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb);
+    return ctx;
+}
 
+static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
+                             const struct tls_cert_conf *tc, struct passphrase *pass)
+{
+    const char *cert = tc->cert, *key = tc->key;
+    if (access(cert, R_OK) < 0) {
+        cert_error(ts, tc, "certificate %s: %s", cert, strerror(errno));
+        return NULL;
+    }
+    if (access(key, R_OK) < 0) {
+        cert_error(ts, tc, "key %s: %s", key, strerror(errno));
+        return NULL;
+    }
+    SSL_CTX *ctx = ctx_new_bare(t, ts->session_cache, ts->session_timeout);
+    if (!ctx) {
+        cert_error(ts, tc, "TLS settings: %s", ssl_reason());
+        ERR_clear_error();
+        return NULL;
+    }
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
         cert_error(ts, tc, "certificate %s: %s", cert, ssl_reason());
         goto fail;
@@ -348,17 +497,6 @@ static SSL_CTX *cert_ctx_new(struct tls_ctx *t, const struct tls_settings *ts,
     X509 *leaf = SSL_CTX_get0_certificate(ctx);
     if (leaf)
         X509_check_purpose(leaf, -1, 0); /* cache the extensions now, not in a handshake */
-
-    SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, NULL);
-    SSL_CTX_set_tlsext_servername_callback(ctx, sni_cb);
-    SSL_CTX_set_tlsext_servername_arg(ctx, t);
-    SSL_CTX_set_session_cache_mode(ctx, ts->session_cache ? SSL_SESS_CACHE_SERVER
-                                                          : SSL_SESS_CACHE_OFF);
-    if (ts->session_cache)
-        SSL_CTX_sess_set_cache_size(ctx, ts->session_cache);
-    SSL_CTX_set_timeout(ctx, (long)(ts->session_timeout / 1000));
-    if (t->tickets)
-        SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb);
     return ctx;
 
 fail:
@@ -422,6 +560,7 @@ struct tls_ctx *tls_ctx_create(const struct tls_settings *ts)
     }
     atomic_init(&t->refs, 1);
     pthread_mutex_init(&t->keys_lock, NULL);
+    pthread_once(&acme_idx_once, acme_idx_init);
     t->rotation_ms = ts->ticket_rotation;
     t->tickets = t->rotation_ms || ts->ticket_key_file[0];
     if (t->tickets) {
@@ -465,6 +604,16 @@ struct tls_ctx *tls_ctx_create(const struct tls_settings *ts)
             return NULL;
         }
         pass.text = text;
+    }
+    if (ts->ncerts == 0) { /* ACME's names only: a context with no certificate of its own */
+        t->certs[0].ctx = ctx_new_bare(t, ts->session_cache, ts->session_timeout);
+        if (!t->certs[0].ctx) {
+            diag("lfhttpd: TLS settings: %s\n", ssl_reason());
+            tls_ctx_unref(t);
+            return NULL;
+        }
+        t->ncerts = 1;
+        t->bare = true;
     }
     for (unsigned i = 0; i < ts->ncerts; i++) {
         t->certs[i].ctx = cert_ctx_new(t, ts, &ts->certs[i], &pass);
@@ -517,4 +666,127 @@ void tls_ssl_free(struct ssl_st *ssl)
     struct tls_ctx *t = SSL_get_app_data(ssl);
     SSL_free(ssl);
     tls_ctx_unref(t);
+}
+
+/* ---- certificates obtained at run time (ACME) ------------------------------------------- */
+
+bool tls_ctx_claims(const struct tls_ctx *t, const char *name)
+{
+    size_t len = strlen(name);
+    for (unsigned i = 0; t && !t->bare && i < t->ncerts; i++)
+        if (cert_matches(&t->certs[i], name, len))
+            return true;
+    return false;
+}
+
+int tls_managed_names(const char *const *names, size_t n)
+{
+    if (n > TLS_MANAGED_MAX)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (strlen(names[i]) > TLS_NAME_MAX)
+            return -1;
+    pthread_mutex_lock(&managed.lock);
+    bool same = n == atomic_load(&managed.n);
+    for (size_t i = 0; i < n && same; i++)
+        same = strcasecmp(managed.names[i], names[i]) == 0;
+    if (!same) { /* another set of names: the certificate for the old one no longer serves */
+        SSL_CTX_free(managed.ctx);
+        managed.ctx = NULL;
+        for (size_t i = 0; i < n; i++)
+            snprintf(managed.names[i], sizeof(managed.names[i]), "%s", names[i]);
+        atomic_store(&managed.n, (unsigned)n);
+    }
+    pthread_mutex_unlock(&managed.lock);
+    return 0;
+}
+
+int tls_managed_install(const char *chain, const char *key, char *err, size_t errcap)
+{
+    const char *unreadable = access(chain, R_OK) < 0 ? chain : access(key, R_OK) < 0 ? key : NULL;
+    if (unreadable) {
+        snprintf(err, errcap, "%s: %s", unreadable, strerror(errno));
+        return -1;
+    }
+    /* sessions live in the default context (the session context): these settings are unused */
+    SSL_CTX *ctx = ctx_new_bare(NULL, 0, 3600000);
+    const char *what = !ctx                                                  ? "TLS settings"
+                       : SSL_CTX_use_certificate_chain_file(ctx, chain) != 1 ? chain
+                       : SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ? key
+                       : SSL_CTX_check_private_key(ctx) != 1 ? "key and certificate"
+                                                             : NULL;
+    if (what) {
+        snprintf(err, errcap, "%s: %s", what, ssl_reason());
+        SSL_CTX_free(ctx);
+        ERR_clear_error();
+        return -1;
+    }
+    X509 *leaf = SSL_CTX_get0_certificate(ctx);
+    if (leaf)
+        X509_check_purpose(leaf, -1, 0); /* cache the extensions now, not in a handshake */
+    pthread_mutex_lock(&managed.lock);
+    SSL_CTX *old = managed.ctx;
+    managed.ctx = ctx; /* connections that switched to the old one hold their own references */
+    pthread_mutex_unlock(&managed.lock);
+    SSL_CTX_free(old);
+    return 0;
+}
+
+int tls_alpn_publish(const char *name, struct x509_st *cert, struct evp_pkey_st *key)
+{
+    int rc = -1;
+    if (strlen(name) > TLS_NAME_MAX)
+        return -1;
+    pthread_mutex_lock(&managed.lock);
+    for (unsigned i = 0; i < TLS_MANAGED_MAX && rc < 0; i++) {
+        struct alpn_challenge *c = &managed.alpn[i];
+        if (c->cert)
+            continue;
+        snprintf(c->name, sizeof(c->name), "%s", name);
+        X509_up_ref(cert);
+        EVP_PKEY_up_ref(key);
+        c->cert = cert;
+        c->key = key;
+        atomic_fetch_add(&managed.nalpn, 1);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&managed.lock);
+    return rc;
+}
+
+void tls_alpn_withdraw(const char *name)
+{
+    pthread_mutex_lock(&managed.lock);
+    for (unsigned i = 0; i < TLS_MANAGED_MAX; i++) {
+        struct alpn_challenge *c = &managed.alpn[i];
+        if (!c->cert || strcasecmp(c->name, name))
+            continue;
+        X509_free(c->cert);
+        EVP_PKEY_free(c->key);
+        c->cert = NULL;
+        c->key = NULL;
+        atomic_fetch_sub(&managed.nalpn, 1);
+    }
+    pthread_mutex_unlock(&managed.lock);
+}
+
+unsigned tls_managed_count(void)
+{
+    return atomic_load_explicit(&managed.n, memory_order_relaxed);
+}
+
+bool tls_managed_installed(void)
+{
+    pthread_mutex_lock(&managed.lock);
+    bool have = managed.ctx != NULL;
+    pthread_mutex_unlock(&managed.lock);
+    return have;
+}
+
+void tls_managed_clear(void)
+{
+    for (unsigned i = 0; i < TLS_MANAGED_MAX; i++)
+        if (managed.alpn[i].cert)
+            tls_alpn_withdraw(managed.alpn[i].name);
+    tls_managed_names(NULL, 0);
 }
