@@ -11,6 +11,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HOST_MAX 255
@@ -125,14 +128,121 @@ static int wait_fd(struct conn *c, short events, const char *what)
     }
 }
 
+/* ---- name resolution, bounded ------------------------------------------------------------
+ * getaddrinfo() has no deadline of its own (a DNS server that does not answer holds it for the
+ * resolver's timeouts times its attempts), and acme_stop() joins this thread: a reload that
+ * restarts ACME would wait that long. So the lookup runs on a detached thread of its own, and
+ * this one waits for it in slices, as for the socket. Given up (deadline, stop), the lookup
+ * finishes alone and the last of the two to let go frees it. */
+struct lookup {
+    atomic_int refs; /* the waiter's and the resolver's */
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    bool done;
+    int rc;
+    struct addrinfo *res;
+    char host[HOST_MAX + 1];
+    char port[PORT_MAX];
+};
+
+static void lookup_unref(struct lookup *l)
+{
+    if (atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (l->res)
+        freeaddrinfo(l->res);
+    pthread_cond_destroy(&l->done_cond);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
+
+static void *lookup_run(void *arg)
+{
+    struct lookup *l = arg;
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(l->host, l->port, &hints, &res);
+    pthread_mutex_lock(&l->lock);
+    l->rc = rc;
+    l->res = rc == 0 ? res : NULL;
+    l->done = true;
+    pthread_cond_signal(&l->done_cond);
+    pthread_mutex_unlock(&l->lock);
+    lookup_unref(l);
+    return NULL;
+}
+
+/* Start the lookup of u; NULL when no thread could be made (reason in c->err). */
+static struct lookup *lookup_start(struct conn *c, const struct url *u)
+{
+    struct lookup *l = calloc(1, sizeof(*l));
+    pthread_condattr_t ca;
+    pthread_attr_t ta;
+    pthread_t t;
+    if (!l) {
+        fail(c, "out of memory");
+        return NULL;
+    }
+    atomic_init(&l->refs, 2);
+    memcpy(l->host, u->host, sizeof(l->host));
+    memcpy(l->port, u->port, sizeof(l->port));
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->done_cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    int e = pthread_create(&t, &ta, lookup_run, l);
+    pthread_attr_destroy(&ta);
+    if (e != 0) {
+        atomic_store_explicit(&l->refs, 1, memory_order_relaxed);
+        lookup_unref(l);
+        fail(c, "%s: no thread to resolve it: %s", u->host, strerror(e));
+        return NULL;
+    }
+    return l;
+}
+
+/* The host's addresses, by the connect deadline; NULL with the reason in c->err. */
+static struct addrinfo *resolve(struct conn *c, const struct url *u)
+{
+    struct lookup *l = lookup_start(c, u);
+    if (!l)
+        return NULL;
+    struct addrinfo *res = NULL;
+    pthread_mutex_lock(&l->lock);
+    while (!l->done) {
+        int64_t left = c->deadline - clock_now_ms();
+        if ((c->rq->stopping && c->rq->stopping()) || left <= 0)
+            break;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        int64_t ns = until.tv_nsec + (left < SLICE_MS ? left : SLICE_MS) * 1000000;
+        until.tv_sec += ns / 1000000000;
+        until.tv_nsec = ns % 1000000000;
+        pthread_cond_timedwait(&l->done_cond, &l->lock, &until);
+    }
+    if (!l->done)
+        fail(c, "%s: %s", u->host,
+             c->rq->stopping && c->rq->stopping() ? "stopped" : "name resolution timed out");
+    else if (l->rc != 0)
+        fail(c, "%s: %s", u->host, gai_strerror(l->rc));
+    else {
+        res = l->res; /* ours now */
+        l->res = NULL;
+    }
+    pthread_mutex_unlock(&l->lock);
+    lookup_unref(l);
+    return res;
+}
+
 /* A connected socket to one of the host's addresses. */
 static int connect_to(struct conn *c, const struct url *u)
 {
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(u->host, u->port, &hints, &res);
-    if (rc != 0)
-        return fail(c, "%s: %s", u->host, gai_strerror(rc));
+    struct addrinfo *res = resolve(c, u);
+    if (!res)
+        return -1;
     int err = 0;
     for (const struct addrinfo *ai = res; ai && c->fd < 0; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -20,7 +20,7 @@ struct https_request {
     size_t body_len;
     const char *ca_bundle;     /* roots to verify the server against; NULL: the system's */
     bool allow_http;           /* a test CA */
-    unsigned connect_ms;       /* name resolution aside, to a connected TLS session */
+    unsigned connect_ms;       /* to a connected TLS session, name resolution included */
     unsigned total_ms;         /* the whole exchange */
     bool (*stopping)(void);    /* polled while waiting: true aborts */
 };

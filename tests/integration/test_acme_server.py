@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from lib.acme import installed, self_signed, start_pebble
-from lib.server import ConfServer, T, free_port, wait_until
+from lib.server import ConfServer, T, binary, free_port, wait_until
 from lib.static import check_config
 
 pytestmark = pytest.mark.skipif(not installed(), reason="pebble is not installed (make deps)")
@@ -307,3 +307,55 @@ def test_acme_config_errors(tmpdir, case, body, line, reason):
     rc, err, path = check_config(str(tmpdir), conf)
     assert rc == 2, err
     assert "%s:%d: " % (path, line) in err and reason in err, err
+
+
+def _dns_blackhole():
+    """A UDP socket on 127.0.0.77:53 that takes every DNS query and never answers (binding
+    port 53 needs root: CI's case; skipped otherwise)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(("127.0.0.77", 53))
+    except OSError as e:
+        s.close()
+        pytest.skip("cannot bind 127.0.0.77:53 for a silent DNS server: %s" % e)
+    return s
+
+
+def test_a_silent_dns_server_holds_neither_a_reload_nor_the_stop(tmpdir):
+    """The CA's name is looked up while a DNS server never answers (the resolver would wait
+    30 s x 5 attempts). A reload that restarts ACME (its settings changed) and the stop both
+    go on without waiting for the lookup: it runs on a thread of its own, given up by the
+    ACME thread at its deadline or stop. The server runs in a mount namespace of its own whose
+    /etc/resolv.conf names the silent server."""
+    dns = _dns_blackhole()
+    resolv = os.path.join(str(tmpdir), "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("nameserver 127.0.0.77\noptions timeout:30 attempts:5\n")
+    wrapper = os.path.join(str(tmpdir), "in-namespace")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\nexec unshare --user --map-root-user --mount --propagation private "
+                "sh -c 'mount --bind %s /etc/resolv.conf && exec \"$0\" \"$@\"' %s \"$@\"\n"
+                % (resolv, binary()))
+    os.chmod(wrapper, 0o755)
+
+    class Silent:
+        directory = "https://ca.silent.test:%d/dir" % free_port()
+        tls_cert, tls_key = self_signed(str(tmpdir))
+
+    http_port, tls_port = free_port(), free_port()
+    conf = acme_conf(tmpdir, Silent)
+    s = ConfServer(str(tmpdir), conf, listen=("127.0.0.1:%d" % http_port,),
+                   args=["--tls-listen", "127.0.0.1:%d" % tls_port], expect_listeners=2,
+                   binary_path=wrapper)
+    with s, dns:
+        dns.settimeout(T(20))
+        query, _ = dns.recvfrom(512)            # the ACME thread is inside the lookup now
+        assert b"\x02ca\x06silent\x04test\x00" in query, query
+        with open(s.conf_path, "w") as f:
+            f.write(conf.replace("ops@example.org", "web@example.org"))
+        s.signal(signal.SIGHUP)
+        wait_until(lambda: "SIGHUP: configuration reloaded" in s.stderr, timeout=20,
+                   what="the reload, which restarts ACME, done while the lookup hangs")
+        assert "acme: stopped (its settings changed)" in s.stderr, s.stderr[-3000:]
+        assert get(http_port, "/")[0] == 200
+    assert s.returncode == 0, s.stderr[-3000:]
