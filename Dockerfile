@@ -29,7 +29,7 @@ RUN set -eu; build=$(dpkg --print-architecture); arch=${TARGETARCH:-$build}; \
          libs=$(for l in $libs; do printf '%s:%s ' "$l" "$arch"; done); fi; \
     apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        make binutils node-llhttp $tools $libs \
+        make binutils node-llhttp ca-certificates $tools $libs \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -52,6 +52,8 @@ COPY conf/container.conf /rootfs/etc/lfhttpd/lfhttpd.conf
 COPY conf/mime.types /rootfs/etc/lfhttpd/mime.types
 COPY www/ /rootfs/srv/www/
 RUN sh tools/image-rootfs.sh build/lfhttpd /rootfs \
+ && mkdir -p /rootfs/etc/ssl/certs \
+ && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
  && rm -rf /rootfs/srv/www/cgi-bin \
  && if [ "${TARGETARCH:-$(dpkg --print-architecture)}" = "$(dpkg --print-architecture)" ]; then \
         chroot /rootfs /usr/local/bin/lfhttpd -t -c /etc/lfhttpd/lfhttpd.conf; fi
@@ -66,6 +68,9 @@ LABEL org.opencontainers.image.title="lfhttpd" \
 
 # Numeric, so that Kubernetes' runAsNonRoot can verify it without reading /etc/passwd. The
 # server writes nothing: run it with a read-only root filesystem and no capabilities.
+# The public CAs' roots (Debian's ca-certificates, one file): what the ACME client verifies its
+# CA's HTTPS against when acme_ca_bundle is not given, as OpenSSL reads SSL_CERT_FILE.
+ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 USER 10001:10001
 # 8080 plain HTTP; 8443 for a TLS listener configured in lfhttpd.conf.
 EXPOSE 8080 8443

@@ -94,6 +94,8 @@ check "image runs as a non-root user ($(inspect '{{.Config.User}}'))" \
 check "image exposes 8080 and 8443" \
     bash -c '[[ "$1" == *8080/tcp* && "$1" == *8443/tcp* ]]' _ "$(inspect '{{json .Config.ExposedPorts}}')"
 check "image has STOPSIGNAL SIGTERM" test "$(inspect '{{.Config.StopSignal}}')" = SIGTERM
+check "image names the public CAs' roots for the ACME client (SSL_CERT_FILE)" \
+    bash -c '[[ "$1" == *SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt* ]]' _ "$(inspect '{{.Config.Env}}')"
 hc_cmd=$(inspect '{{json .Config.Healthcheck.Test}}')
 check "image HEALTHCHECK is the server probing /readyz, no shell ($hc_cmd)" \
     test "$hc_cmd" = '["CMD","/usr/local/bin/lfhttpd","--probe","http://127.0.0.1:8080/readyz"]'
@@ -109,12 +111,13 @@ if root=$(podman image mount "$IMAGE" 2>"$TMP/mount.err"); then
     note "libraries: $libs"
     check "the image holds the server, its configuration and the default site" \
         bash -c 'for f in ./usr/local/bin/lfhttpd ./etc/lfhttpd/lfhttpd.conf ./etc/lfhttpd/mime.types \
-                          ./srv/www/index.html ./etc/passwd ./etc/group; do
+                          ./srv/www/index.html ./etc/passwd ./etc/group \
+                          ./etc/ssl/certs/ca-certificates.crt; do
                      grep -qx "f $f" "$1" || { echo "missing $f"; exit 1; }; done' _ "$TMP/files"
     check "no shell, no package manager, no other program in the image" \
         bash -c '! grep -E "/(sh|bash|dash|busybox|dpkg|apt|apt-get|perl|python3?)$" "$1"' _ "$TMP/files"
     check "nothing else: each file is the binary, a shared object, /etc or the site" \
-        bash -c '! grep -vE "^f \./(usr/local/bin/lfhttpd|(usr/)?lib(64)?/.*\.so[.0-9]*|etc/(lfhttpd/[a-z.]+|passwd|group)|srv/www/.*)$" "$1"' \
+        bash -c '! grep -vE "^f \./(usr/local/bin/lfhttpd|(usr/)?lib(64)?/.*\.so[.0-9]*|etc/(lfhttpd/[a-z.]+|passwd|group|ssl/certs/ca-certificates\.crt)|srv/www/.*)$" "$1"' \
         _ "$TMP/files"
     check "the default site has no CGI scripts (nothing to run them with)" \
         bash -c '! grep -q "^f \./srv/www/cgi-bin/" "$1"' _ "$TMP/files"
