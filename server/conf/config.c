@@ -53,6 +53,7 @@ int config_defaults(struct config *cfg)
     cfg->access_log_buffer = 0; /* every line written at once: nothing lost on a crash */
     cfg->access_log_flush = 1000;
     cfg->tcp_notsent_lowat = 256 * 1024; /* docs/PERFORMANCE.md, "Large files" */
+    cfg->sendfile_auto = true; /* docs/PERFORMANCE.md, "Run 6" */
     if (conf_top_init(cfg) < 0) {
         diag("lfhttpd: out of memory\n");
         return -1;

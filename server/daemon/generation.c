@@ -17,6 +17,7 @@
 #include "daemon/root_switch.h"
 #include "daemon/server.h"
 #include "conf/site.h"
+#include "net/send_probe.h"
 #include "net/tls.h"
 #include "log/diag.h"
 
@@ -204,6 +205,8 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
         if (!rt->tls)
             goto fail;
     }
+    if (rt->cfg.sendfile_auto && !rt->cfg.test_only)
+        rt->cfg.sendfile_min_size = send_probe_run()->min_size; /* measured once per process */
     runtime_unref(prev);
     return rt;
 fail:

@@ -34,6 +34,7 @@
 #include "log/log.h"
 #include "conf/runtime.h"
 #include "daemon/watch.h"
+#include "net/send_probe.h"
 
 #define TICK_MS 250
 
@@ -693,6 +694,11 @@ void server_run(struct server *srv)
     diag_secrets(NULL, 0);
     log_notice("lfhttpd serving %s with %u threads (%s; %s)", shown, srv->pool.nthreads,
                concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
+    if (rt->cfg.sendfile_auto) {
+        char line[320];
+        send_probe_describe(send_probe_run(), line, sizeof(line));
+        log_notice("%s", line);
+    }
     runtime_unref(rt);
     /* Every listener is in the handle set; requests are answered from the first tp_run
      * iteration on. (Before this, a probe's connection waits in the listen queue.) */
