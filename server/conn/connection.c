@@ -749,19 +749,48 @@ static bool file_by_copy(const struct conn *c, off_t len)
     return c->tp == &transport_plain && (uint64_t)len < c->rt->cfg.sendfile_min_size;
 }
 
+/* The first write of a file sent by copy when nothing is queued: the head straight from the
+ * caller's buffer and the first chunk, in one sendmsg (no carry buffer on the common path);
+ * what the socket does not take of the head is queued. 0 (flush_copy goes on), -EAGAIN (the
+ * socket is full), or -errno. */
+static int copy_first(struct conn *c, struct worker *w, const struct iovec *head)
+{
+    size_t want = (size_t)c->file_left < COPY_CHUNK ? (size_t)c->file_left : COPY_CHUNK;
+    ssize_t r = pread(c->file_fd, copy_buf, want, c->file_off);
+    if (r < 0)
+        return -errno;
+    if (r == 0)
+        return -EIO;
+    struct iovec iov[2] = { *head, { copy_buf, (size_t)r } };
+    ssize_t n = c->tp->writev(c, iov, 2, false);
+    if (n < 0 && n != -EAGAIN)
+        return (int)n;
+    if (n < 0)
+        n = 0;
+    atomic_fetch_add_explicit(&w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+    if ((size_t)n < head->iov_len) {
+        int rc = queue_rest(c, head, 1, head->iov_len, (size_t)n, 0);
+        return rc < 0 ? rc : -EAGAIN;
+    }
+    size_t body = (size_t)n - head->iov_len;
+    c->file_off += (off_t)body;
+    c->file_left -= (off_t)body;
+    return body < (size_t)r ? -EAGAIN : 0;
+}
+
 static int sink_send_file(struct sink *s, struct worker *w, const struct iovec *head, int fd,
                           off_t off, off_t len, void (*release)(void *ref), void *ref)
 {
     struct conn *c = conn_of(s);
     assert(c->file_fd < 0);
     bool copy = file_by_copy(c, len);
-    int rc;
-    if (copy) {
-        /* the head waits behind what is queued, for the first chunk's write */
-        size_t parked = c->out ? c->out->len - c->out->off : 0;
-        rc = queue_rest(c, head, 1, head->iov_len, 0, parked);
+    bool head_now = copy && !c->out; /* the head goes out with the first chunk */
+    int rc = 0;
+    if (copy && !head_now) {
+        /* behind what is queued (gathered responses): all of it in the first chunk's write */
+        rc = queue_rest(c, head, 1, head->iov_len, 0, c->out->len - c->out->off);
         c->gathered = false;
-    } else {
+    } else if (!copy) {
         rc = sink_send(s, w, head, 1, SEND_MORE);
     }
     if (rc < 0) {
@@ -779,7 +808,9 @@ static int sink_send_file(struct sink *s, struct worker *w, const struct iovec *
         conn_set_lowat(c, lowat);
     if (c->out && !copy)
         return 0; /* the head is queued: the file follows it once the socket has room */
-    rc = conn_flush(c, w);
+    rc = head_now ? copy_first(c, w, head) : 0;
+    if (rc == 0)
+        rc = conn_flush(c, w);
     if (rc == -EAGAIN)
         return 0;
     if (rc < 0)
