@@ -268,6 +268,12 @@ $(BUILD)/alloccount.so: bench/alloccount.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -fPIC -shared $< -o $@
 
+# bench/lfcosts.c: the primitives of the Leader/Followers hand-off (docs/PERFORMANCE.md,
+# "Past two cores"): make build/lfcosts && build/lfcosts
+$(BUILD)/lfcosts: bench/lfcosts.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -pthread $< -o $@
+
 # tests/fault/fault.c: the LD_PRELOAD fault injector of the fault tests (tests/lib/fault.py).
 # Not instrumented: it forwards to whatever comes next (libc, or a sanitizer's interceptors).
 $(BUILD)/fault/libfault.so: tests/fault/fault.c

@@ -165,3 +165,21 @@ def test_bench_throughput_prints_the_ratio_table(tmpdir):
             assert "| %s " % peers[0] in row[0] and "×" in row[0], row[0]
         else:
             assert "no peer ran" in row[0], row[0]
+
+
+def test_lfcosts_measures_every_primitive_of_the_model(tmpdir):
+    """bench/lfcosts.c (docs/PERFORMANCE.md, "Past two cores") builds with the project's
+    warnings and prints a median for each primitive of the model; the figures are not judged."""
+    exe = os.path.join(tmpdir, "lfcosts")
+    cc = subprocess.run(["cc", "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread",
+                         os.path.join(REPO, "bench", "lfcosts.c"), "-o", exe],
+                        capture_output=True, text=True, timeout=120)
+    assert cc.returncode == 0, cc.stderr
+    out = subprocess.run([exe, "200"], capture_output=True, text=True, timeout=T(60))
+    assert out.returncode == 0, out.stderr
+    for what in ("promotion: futex_wake to the wakee running", "promotion: the waker's futex_wake",
+                 "epoll_wait returning 1 event", "epoll_wait returning 8 event",
+                 "epoll_wait returning 64 event", "re-arm (EPOLL_CTL_MOD), one thread",
+                 "re-arm, two threads on one set at once"):
+        line = [l for l in out.stdout.splitlines() if l.startswith(what)]
+        assert len(line) == 1 and " median " in line[0], (what, out.stdout)
