@@ -20,6 +20,7 @@
 #include "net/send_probe.h"
 #include "net/tls.h"
 #include "log/diag.h"
+#include "log/log.h"
 
 static void destroy_location(struct loc_conf *lc, struct site_set *ss)
 {
@@ -205,8 +206,15 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
         if (!rt->tls)
             goto fail;
     }
-    if (rt->cfg.sendfile_auto && !rt->cfg.test_only)
-        rt->cfg.sendfile_min_size = send_probe_run()->min_size; /* measured once per process */
+    if (rt->cfg.sendfile_auto && !rt->cfg.test_only) {
+        /* Measured once, at start-up, before the pool runs; never on a reload, which runs on a
+         * pool thread: a reload that turns auto on keeps sendfile until the next start. */
+        const struct send_probe *p = generation == 1 ? send_probe_run() : send_probe_last();
+        rt->cfg.sendfile_min_size = p ? p->min_size : 0;
+        if (!p)
+            log_notice("sendfile_min_size auto: measured at start-up only; sendfile (0) until "
+                       "the next start");
+    }
     runtime_unref(prev);
     return rt;
 fail:

@@ -694,9 +694,9 @@ void server_run(struct server *srv)
     diag_secrets(NULL, 0);
     log_notice("lfhttpd serving %s with %u threads (%s; %s)", shown, srv->pool.nthreads,
                concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
-    if (rt->cfg.sendfile_auto) {
+    if (rt->cfg.sendfile_auto && send_probe_last()) {
         char line[320];
-        send_probe_describe(send_probe_run(), line, sizeof(line));
+        send_probe_describe(send_probe_last(), line, sizeof(line));
         log_notice("%s", line);
     }
     runtime_unref(rt);

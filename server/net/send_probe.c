@@ -183,29 +183,35 @@ static bool copy_wins(const struct send_probe *p, int s)
     return p->done[s] && p->ns[s][1] * 100 < p->ns[s][0] * (100 - SEND_PROBE_MARGIN_PCT);
 }
 
+static struct send_probe result;
+static bool ran;
+
+const struct send_probe *send_probe_last(void)
+{
+    return ran ? &result : NULL;
+}
+
 const struct send_probe *send_probe_run(void)
 {
-    static struct send_probe p;
-    static bool ran;
     if (ran)
-        return &p;
+        return &result;
     ran = true;
     uint64_t t0 = now_ns();
-    p.l3_kib = l3_kib();
-    p.min_size = 0;
+    result.l3_kib = l3_kib();
+    result.min_size = 0;
     struct rig r = { .tx = -1, .rx = -1, .file = -1,
                      .deadline = t0 + (uint64_t)SEND_PROBE_BUDGET_MS * 1000000u };
     r.buf = malloc(2 * CHUNK_COPY);
     r.sink = r.buf ? r.buf + CHUNK_COPY : NULL;
-    p.via = !r.buf ? "no memory" : (r.file = make_file(r.buf, SEND_PROBE_LARGE)) < 0
+    result.via = !r.buf ? "no memory" : (r.file = make_file(r.buf, SEND_PROBE_LARGE)) < 0
                                        ? "no memory file"
                                        : connect_pair(&r);
-    if (!p.via)
-        p.via = "no socket pair";
+    if (!result.via)
+        result.via = "no socket pair";
     else if (r.file >= 0 && r.rx >= 0)
-        measure(&p, &r);
-    if (copy_wins(&p, 0))
-        p.min_size = copy_wins(&p, 1) ? UINT64_MAX : SEND_PROBE_SPLIT;
+        measure(&result, &r);
+    if (copy_wins(&result, 0))
+        result.min_size = copy_wins(&result, 1) ? UINT64_MAX : SEND_PROBE_SPLIT;
     if (r.tx >= 0)
         close(r.tx);
     if (r.rx >= 0)
@@ -213,8 +219,8 @@ const struct send_probe *send_probe_run(void)
     if (r.file >= 0)
         close(r.file);
     free(r.buf);
-    p.elapsed_ms = (unsigned)((now_ns() - t0) / 1000000u);
-    return &p;
+    result.elapsed_ms = (unsigned)((now_ns() - t0) / 1000000u);
+    return &result;
 }
 
 static void fmt_size(char *buf, size_t len, uint64_t v)

@@ -41,6 +41,9 @@ struct send_probe {
  * could not run chooses sendfile and says why in `via`. */
 const struct send_probe *send_probe_run(void);
 
+/* The result of send_probe_run(), or NULL when it has not run in this process. */
+const struct send_probe *send_probe_last(void);
+
 /* The probe's result as one line for the log: "sendfile_min_size auto: 1m (...)". */
 void send_probe_describe(const struct send_probe *p, char *buf, size_t len);
 

@@ -7,15 +7,17 @@ single and multiple ranges, HEAD, pipelined requests and keep-alive, and a clien
 slowly (its small receive buffer makes the server's writes partial: the copy reads the rest of
 a chunk again). `0` sends every file by sendfile, `never` none, a size splits them; `auto` (the
 default) asks the machine once at start-up and says what it chose, with what it measured, in a
-notice. The choice is a configuration matter only: no figure is checked here. Bad values are
+notice; never on a reload (which runs on a pool thread): a reload that turns `auto` on keeps
+`sendfile` when start-up measured nothing, and says so. The choice is a configuration matter only: no figure is checked here. Bad values are
 refused with FILE:LINE."""
 
 import hashlib
 import os
 import re
+import signal
 
 from lib.ops import run_lfhttpd, write_file
-from lib.server import ConfServer, Conn, req
+from lib.server import ConfServer, Conn, req, wait_until
 
 SIZES = {"1k.bin": 1024, "16k.bin": 16 * 1024, "16k1.bin": 16 * 1024 + 1,
          "256k.bin": 256 * 1024, "1m.bin": 1024 * 1024, "10m.bin": 10 * 1024 * 1024}
@@ -136,3 +138,21 @@ def test_bad_values_name_the_line(tmpdir):
                           "root /tmp\nsendfile_min_size %s\n" % good)
         rc, _, err = run_lfhttpd(["-t", "--config", conf])
         assert rc == 0, (good, err)
+
+
+def test_a_reload_to_auto_does_not_measure(tmpdir):
+    s, files = _server(tmpdir, "never")
+    root = os.path.dirname(s.conf_path) + "/root"
+    write_file(s.conf_path, "root %s\n" % root)
+    s.signal(signal.SIGHUP)
+    wait_until(lambda: "configuration reloaded" in s.stderr, what="the reload notice")
+    with Conn(s, timeout=30) as c:
+        for name in ("256k.bin", "10m.bin"):
+            c.send(req("GET", "/" + name))
+            r = c.read_response()
+            assert r.status == 200 and r.body == files[name], (name, r.status, len(r.body))
+    err = s.stderr
+    assert s.stop() == 0
+    assert "sendfile_min_size auto: measured at start-up only; sendfile (0) until the next " \
+        "start" in err, err
+    assert not AUTO_RE.search(err), err
