@@ -40,7 +40,7 @@
 #                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run), then what dcz
 #                             saves on a real release (bench/dictionary.py; npm): PERFORMANCE.md
 #   make bench-quick          every throughput scenario once against nginx, h2o and lighttpd
-#                             (logs off; ~4 min on 2 cores), then the ratio table: lfhttpd, the
+#                             (logs off; ~2.5 min on 2 cores), then the ratio table: lfhttpd, the
 #                             best peer, ratio, p99 and CPU per request (BENCH_DURATION=3 s)
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
