@@ -39,6 +39,9 @@
 #   make bench                lfhttpd side by side with nginx, h2o, lighttpd and bench/ceiling
 #                             (15-20 min; BENCH_QUICK=1: a ~2-min smoke run), then what dcz
 #                             saves on a real release (bench/dictionary.py; npm): PERFORMANCE.md
+#   make bench-quick          every throughput scenario once against nginx, h2o and lighttpd
+#                             (logs off; ~2.5 min on 2 cores), then the ratio table: lfhttpd, the
+#                             best peer, ratio, p99 and CPU per request (BENCH_DURATION=3 s)
 #
 # llhttp is compiled from Debian's node-llhttp sources (/usr/share/llhttp) into the
 # build directory; no third-party source lives in this repository.
@@ -51,13 +54,14 @@
 # starts make again with the same goals and variables; that second make sees the machine as
 # it is after the install. A new goal that needs packages goes into DEPS_GOALS (and its sets
 # into DEPS_SETS); `deps` as a prerequisite is refused below, so it cannot be forgotten.
-DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench install man package \
+DEPS_GOALS := run test fuzz fuzz-run container-test quickstart-test bench bench-quick install \
+              man package \
               package-test package-install-test soak arm64-test arm64-image-test analyze
 DEPS_SETS  := build \
     $(if $(filter test fuzz-run container-test quickstart-test soak,$(MAKECMDGOALS)),test) \
     $(if $(filter package package-test package-install-test,$(MAKECMDGOALS)),package) \
     $(if $(filter fuzz fuzz-run,$(MAKECMDGOALS)),fuzz) \
-    $(if $(filter bench,$(MAKECMDGOALS)),bench) \
+    $(if $(filter bench bench-quick,$(MAKECMDGOALS)),bench) \
     $(if $(filter analyze,$(MAKECMDGOALS)),analyze) \
     $(if $(filter arm64-test arm64-image-test,$(MAKECMDGOALS)),arm64)
 
@@ -138,7 +142,8 @@ FUZZERS := fuzz_request fuzz_connection fuzz_config fuzz_rules
 FUZZ_SECONDS ?= 60
 
 .PHONY: all run test unit deps clean check-llhttp fuzz fuzz-bins fuzz-run container-test \
-        quickstart-test bench install uninstall man package package-test package-install-test soak
+        quickstart-test bench bench-quick install uninstall man package package-test \
+        package-install-test soak
 all: $(BUILD)/lfhttpd
 
 check-llhttp:
@@ -263,6 +268,12 @@ $(BUILD)/alloccount.so: bench/alloccount.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -fPIC -shared $< -o $@
 
+# bench/lfcosts.c: the primitives of the Leader/Followers hand-off (docs/PERFORMANCE.md,
+# "Past two cores"): make build/lfcosts && build/lfcosts
+$(BUILD)/lfcosts: bench/lfcosts.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -pthread $< -o $@
+
 # tests/fault/fault.c: the LD_PRELOAD fault injector of the fault tests (tests/lib/fault.py).
 # Not instrumented: it forwards to whatever comes next (libc, or a sanitizer's interceptors).
 $(BUILD)/fault/libfault.so: tests/fault/fault.c
@@ -272,6 +283,15 @@ $(BUILD)/fault/libfault.so: tests/fault/fault.c
 bench: all $(BUILD)/ceiling $(BUILD)/alloccount.so
 	BENCH_BUILD=$(BUILD) python3 bench/bench.py
 	python3 bench/dictionary.py
+
+# One round of every throughput scenario against every peer, logs off: the ratio table
+# (docs/PERFORMANCE.md, "Running it"). BENCH_* variables given to make or in the environment
+# override these.
+BENCH_QUICK_ENV := BENCH_QUICK=1 BENCH_PHASES=throughput BENCH_ROUNDS=$${BENCH_ROUNDS:-1} BENCH_LOGS=0 \
+    BENCH_DURATION=$${BENCH_DURATION:-3} BENCH_SERVERS=$${BENCH_SERVERS:-lfhttpd,nginx,h2o,lighttpd} \
+    BENCH_OUT=$${BENCH_OUT:-$(BUILD)/bench-quick}
+bench-quick: all
+	$(BENCH_QUICK_ENV) BENCH_BUILD=$(BUILD) python3 bench/bench.py
 
 # ---- Installing -------------------------------------------------------------------------------
 # The paths written into the installed configuration, units, logrotate snippet and man pages.

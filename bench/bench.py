@@ -1411,6 +1411,69 @@ def table_throughput(sc, summ):
     return lines
 
 
+PEERS = ("nginx", "h2o", "lighttpd")
+
+
+def round_ratios(runs, metric):
+    """{server: [run, ...]} of interleaved rounds: lfhttpd ÷ the best peer of each round."""
+    lf = runs.get("lfhttpd") or []
+    out = []
+    for i, r in enumerate(lf):
+        vals = [rs[i][metric] for n, rs in runs.items() if n in PEERS and len(rs) > i]
+        vals = [v for v in vals if v]
+        if vals:
+            out.append(r[metric] / max(vals))
+    return out
+
+
+def ratio_rows(summaries, raw=None):
+    """One row per scenario of {scenario: {server: summary}}: lfhttpd against the best peer
+    (the highest median of nginx, h2o and lighttpd). With the rounds' runs (`raw`, as
+    throughput() returns them), the ratio is the median of each round's ratio to that round's
+    best peer (the rounds drift; within one they compare), with its min and max; without, the
+    ratio of the medians. Each row is a dict; a scenario lfhttpd did not run is left out, one no
+    peer ran has best None."""
+    rows = []
+    for sc in SCENARIOS:
+        summ = summaries.get(sc.key) or {}
+        lf = summ.get("lfhttpd")
+        if not lf:
+            continue
+        peers = {n: s for n, s in summ.items() if n in PEERS and s["median"]}
+        best = max(peers, key=lambda n: peers[n]["median"]) if peers else None
+        cpus = [s["cpu_us_per_req"] for s in peers.values() if s["cpu_us_per_req"] is not None]
+        per_round = round_ratios((raw or {}).get(sc.key) or {}, sc.metric) if best else []
+        rows.append({
+            "key": sc.key, "unit": "MiB/s" if sc.metric == "mibps" else "req/s",
+            "lfhttpd": lf["median"], "best": best,
+            "best_value": peers[best]["median"] if best else None,
+            "ratio": statistics.median(per_round) if per_round else
+            (lf["median"] / peers[best]["median"] if best else None),
+            "ratio_range": (min(per_round), max(per_round)) if len(per_round) > 1 else None,
+            "p99": lf["p99_ms"], "best_p99": peers[best]["p99_ms"] if best else None,
+            "cpu": lf["cpu_us_per_req"], "lowest_cpu": min(cpus) if cpus else None,
+            "other_load": statistics.median([s["foreign_cores"] for s in summ.values()
+                                             if s["foreign_cores"] is not None] or [0.0])})
+    return rows
+
+
+def ratio_table(summaries, raw=None):
+    """The ratio table (make bench-quick; the issue's form): markdown lines."""
+    L = ["| scenario | lfhttpd | best peer | ÷ best | p99: lfhttpd / best peer's "
+         "| CPU µs/req: lfhttpd / lowest peer's | other load (cores) |",
+         "|---|---:|---|---:|---:|---:|---:|"]
+    for r in ratio_rows(summaries, raw):
+        best = f"{r['best']} {fmt_n(r['best_value'])}" if r["best"] else "– (no peer ran)"
+        ratio = f"{r['ratio']:.2f}×" if r["ratio"] is not None else "–"
+        if r["ratio_range"]:
+            ratio += f" ({r['ratio_range'][0]:.2f}–{r['ratio_range'][1]:.2f})"
+        L.append(f"| {r['key']} | {fmt_n(r['lfhttpd'])} {r['unit']} | {best} | {ratio} "
+                 f"| {fmt_ms(r['p99'])} / {fmt_ms(r['best_p99'])} "
+                 f"| {fmt_n(r['cpu'], 1)} / {fmt_n(r['lowest_cpu'], 1)} "
+                 f"| {r['other_load']:.2f} |")
+    return L
+
+
 def key_figures(results):
     """One row per server: the figures the targets are stated in."""
     th = results.get("throughput", {})
@@ -1477,7 +1540,8 @@ def write_report(info, results, notes):
     for label, key in (("access logs off", "throughput"), ("access logs on", "throughput_logs")):
         if key not in results:
             continue
-        L += [f"## Throughput, {label}", ""]
+        L += [f"## Throughput, {label}", "", "lfhttpd ÷ the best peer, scenario by scenario:",
+              ""] + ratio_table(results[key], results.get(key + "_raw")) + [""]
         for sc in SCENARIOS:
             summ = results[key].get(sc.key)
             if summ:
@@ -1558,6 +1622,12 @@ def write_report(info, results, notes):
 
 
 def print_summary(results):
+    for key, label in (("throughput", "access logs off"), ("throughput_logs", "access logs on")):
+        if results.get(key):
+            log(f"\n==== lfhttpd ÷ the best peer ({label}; medians; ÷ best: of the rounds' "
+                f"ratios) ====")
+            for line in ratio_table(results[key], results.get(key + "_raw")):
+                log(line)
     log("\n==== summary (medians; lfhttpd ÷ peer) ====")
     th = results.get("throughput", {})
     for sc in SCENARIOS:

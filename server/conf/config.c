@@ -54,6 +54,7 @@ int config_defaults(struct config *cfg)
     cfg->access_log_flush = 1000;
     cfg->tcp_notsent_lowat = 256 * 1024; /* docs/PERFORMANCE.md, "Large files" */
     cfg->acme.challenge = -1; /* by the listeners (acme_conf.h) */
+    cfg->sendfile_auto = true; /* docs/PERFORMANCE.md, "Run 6" */
     if (conf_top_init(cfg) < 0) {
         diag("lfhttpd: out of memory\n");
         return -1;

@@ -48,6 +48,10 @@ struct config {
     unsigned access_log_flush;  /* ms a buffered line may wait for its write */
     size_t tcp_notsent_lowat;   /* unsent bytes a socket holds before it stops taking more;
                                    0: the kernel's setting (net.ipv4.tcp_notsent_lowat) */
+    uint64_t sendfile_min_size; /* files of at least this size go out by sendfile, smaller
+                                   ones by a copy through the thread's buffer (UINT64_MAX:
+                                   never sendfile); with sendfile_auto, set by runtime_build */
+    bool sendfile_auto;         /* sendfile_min_size auto: chosen from the machine at start-up */
 
     /* Request limits (nginx-like defaults), as the parser takes them: max_head_size,
      * max_headers, max_uri_length and max_body_size set them directly. */

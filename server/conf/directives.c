@@ -193,6 +193,29 @@ static int d_number_or_off(const struct directive *d, const struct dir_ctx *x, c
     return 0;
 }
 
+/* sendfile_min_size SIZE|never|auto: from what size a file goes out by sendfile. */
+static int d_sendfile_min(const struct directive *d, const struct dir_ctx *x, char **args,
+                          int nargs)
+{
+    (void)nargs;
+    struct config *cfg = x->cfg;
+    uint64_t v = 0;
+    if (!strcmp(args[0], "auto")) {
+        cfg->sendfile_auto = true;
+        return 0;
+    }
+    if (!strcmp(args[0], "never")) {
+        v = UINT64_MAX;
+    } else if (directive_parse_number(args[0], U_SIZE, &v) < 0 || v > (uint64_t)1 << 40) {
+        diag("%s: invalid value '%s' for '%s' (a size: 0..1t, k/m/g suffixes allowed; never; "
+             "or auto)\n", x->where, args[0], d->name);
+        return -1;
+    }
+    cfg->sendfile_auto = false;
+    cfg->sendfile_min_size = v;
+    return 0;
+}
+
 /* on|off into an int (a location's: -1 is unset) or a bool (the top level's). */
 int directive_onoff(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
 {
@@ -671,6 +694,7 @@ static const struct directive directive_table[] = {
     { "log_level", IN_TOP, ONE, d_log_level, 0, 0, 0, 0, 0 },
     { "tcp_notsent_lowat", IN_TOP, 1, 1, "a size (16k..64m) or off", d_number_or_off,
       NUM(TOP(tcp_notsent_lowat), F_SIZE, U_SIZE, 16 * 1024, 64 * 1024 * 1024) },
+    { "sendfile_min_size", IN_TOP, ONE, d_sendfile_min, 0, 0, 0, 0, 0 },
     { "trusted_proxies", IN_TOP, 1, 0, "one or more addresses or CIDR ranges", d_cidrs,
       TOP(trusted_proxies), 0, 0, 0, 0 },
     { "real_ip_header", IN_TOP, ONE, d_real_ip, 0, 0, 0, 0, 0 },

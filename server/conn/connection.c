@@ -43,6 +43,7 @@
 
 #define READ_BUF_SIZE (64 * 1024)      /* the processing thread's request buffer */
 #define SENDFILE_CHUNK (256 * 1024)
+#define COPY_CHUNK (64 * 1024)         /* a file sent by copy: bytes read per write */
 #define FLUSH_BUDGET (4 * 1024 * 1024) /* bytes sent per event before letting others run */
 #define LINGER_MS 5000                 /* how long to drain input after a closing response */
 #define GATHER_MAX (32 * 1024)         /* pipelined responses gathered for one write */
@@ -262,6 +263,7 @@ static void conn_drop_file(struct conn *c)
         return;
     if (c->lowat)
         conn_set_lowat(c, 0);
+    c->file_copy = false;
     c->file_release(c->file_ref);
     c->file_fd = -1;
     c->file_release = NULL;
@@ -518,10 +520,66 @@ void conn_list_closed(struct conn_list *cl)
 
 /* ---- sending (the sink) ---------------------------------------------------------------------- */
 
+/* A file sent by copy (sendfile_min_size): read into this buffer, which every thread has from
+ * its start (no allocation per response), and written with what is queued before it (the
+ * head) in one sendmsg. */
+static _Thread_local char copy_buf[COPY_CHUNK];
+
+/* conn_flush for a file sent by copy: one write per chunk, the queued bytes in front of it.
+ * A chunk the socket takes only in part is read again from the first byte it did not take. */
+static int flush_copy(struct conn *c, struct worker *w)
+{
+    size_t budget = FLUSH_BUDGET;
+    while (c->out || c->file_left > 0) {
+        if (budget == 0) {
+            conn_more(c, EPOLLOUT); /* the socket may still have room: no edge will say so */
+            return -EAGAIN;
+        }
+        struct iovec iov[2];
+        int k = 0;
+        size_t parked = 0, got = 0;
+        if (c->out) {
+            parked = c->out->len - c->out->off;
+            iov[k++] = (struct iovec){ c->out->data + c->out->off, parked };
+        }
+        if (c->file_left > 0) {
+            size_t want = (size_t)c->file_left < COPY_CHUNK ? (size_t)c->file_left : COPY_CHUNK;
+            ssize_t r = pread(c->file_fd, copy_buf, want, c->file_off);
+            if (r < 0)
+                return -errno;
+            if (r == 0)
+                return -EIO; /* the file shrank under us: the promised length cannot be kept */
+            got = (size_t)r;
+            iov[k++] = (struct iovec){ copy_buf, got };
+        }
+        ssize_t n = c->tp->writev(c, iov, k, false);
+        if (n < 0)
+            return (int)n;
+        atomic_fetch_add_explicit(&w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+        size_t from_out = (size_t)n < parked ? (size_t)n : parked;
+        if (parked) {
+            c->out->off += (uint32_t)from_out;
+            if (c->out->off == c->out->len) {
+                carry_put(c->out);
+                c->out = NULL;
+            }
+        }
+        c->file_off += (off_t)((size_t)n - from_out);
+        c->file_left -= (off_t)((size_t)n - from_out);
+        budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+        if ((size_t)n < parked + got)
+            return -EAGAIN; /* the socket is full: its EPOLLOUT brings us back */
+    }
+    conn_drop_file(c);
+    return 0;
+}
+
 /* Send what is queued: the carried bytes, then the file. Returns 0 when everything is sent,
  * -EAGAIN when the socket is full (or this event's budget is spent), or -errno. */
 static int conn_flush(struct conn *c, struct worker *w)
 {
+    if (c->file_copy)
+        return flush_copy(c, w);
     size_t budget = FLUSH_BUDGET;
     while (c->out) {
         struct iovec iov = { c->out->data + c->out->off, c->out->len - c->out->off };
@@ -684,12 +742,63 @@ static int sink_send(struct sink *s, struct worker *w, const struct iovec *iov, 
     return queue_rest(c, iov, iovcnt, total, written, parked);
 }
 
-static int sink_send_file(struct sink *s, struct worker *w, int fd, off_t off, off_t len,
-                          void (*release)(void *ref), void *ref)
+/* Whether a file of `len` bytes goes out by copy rather than by sendfile (sendfile_min_size;
+ * docs/PERFORMANCE.md, "Run 6"). TLS copies in its transport whatever the size. */
+static bool file_by_copy(const struct conn *c, off_t len)
+{
+    return c->tp == &transport_plain && (uint64_t)len < c->rt->cfg.sendfile_min_size;
+}
+
+/* The first write of a file sent by copy when nothing is queued: the head straight from the
+ * caller's buffer and the first chunk, in one sendmsg (no carry buffer on the common path);
+ * what the socket does not take of the head is queued. 0 (flush_copy goes on), -EAGAIN (the
+ * socket is full), or -errno. */
+static int copy_first(struct conn *c, struct worker *w, const struct iovec *head)
+{
+    size_t want = (size_t)c->file_left < COPY_CHUNK ? (size_t)c->file_left : COPY_CHUNK;
+    ssize_t r = pread(c->file_fd, copy_buf, want, c->file_off);
+    if (r < 0)
+        return -errno;
+    if (r == 0)
+        return -EIO;
+    struct iovec iov[2] = { *head, { copy_buf, (size_t)r } };
+    ssize_t n = c->tp->writev(c, iov, 2, false);
+    if (n < 0 && n != -EAGAIN)
+        return (int)n;
+    if (n < 0)
+        n = 0;
+    atomic_fetch_add_explicit(&w->stats.bytes_out, (uint64_t)n, memory_order_relaxed);
+    if ((size_t)n < head->iov_len) {
+        int rc = queue_rest(c, head, 1, head->iov_len, (size_t)n, 0);
+        return rc < 0 ? rc : -EAGAIN;
+    }
+    size_t body = (size_t)n - head->iov_len;
+    c->file_off += (off_t)body;
+    c->file_left -= (off_t)body;
+    return body < (size_t)r ? -EAGAIN : 0;
+}
+
+static int sink_send_file(struct sink *s, struct worker *w, const struct iovec *head, int fd,
+                          off_t off, off_t len, void (*release)(void *ref), void *ref)
 {
     struct conn *c = conn_of(s);
     assert(c->file_fd < 0);
+    bool copy = file_by_copy(c, len);
+    bool head_now = copy && !c->out; /* the head goes out with the first chunk */
+    int rc = 0;
+    if (copy && !head_now) {
+        /* behind what is queued (gathered responses): all of it in the first chunk's write */
+        rc = queue_rest(c, head, 1, head->iov_len, 0, c->out->len - c->out->off);
+        c->gathered = false;
+    } else if (!copy) {
+        rc = sink_send(s, w, head, 1, SEND_MORE);
+    }
+    if (rc < 0) {
+        release(ref);
+        return rc;
+    }
     c->file_fd = fd;
+    c->file_copy = copy;
     c->file_release = release;
     c->file_ref = ref;
     c->file_off = off;
@@ -697,9 +806,11 @@ static int sink_send_file(struct sink *s, struct worker *w, int fd, off_t off, o
     size_t lowat = c->rt->cfg.tcp_notsent_lowat;
     if (lowat && (uint64_t)len >= lowat)
         conn_set_lowat(c, lowat);
-    if (c->out)
+    if (c->out && !copy)
         return 0; /* the head is queued: the file follows it once the socket has room */
-    int rc = conn_flush(c, w);
+    rc = head_now ? copy_first(c, w, head) : 0;
+    if (rc == 0)
+        rc = conn_flush(c, w);
     if (rc == -EAGAIN)
         return 0;
     if (rc < 0)

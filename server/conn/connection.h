@@ -143,6 +143,7 @@ struct conn {
     uint8_t tp_want;                   /* events the transport needs after -EAGAIN (transport.h) */
     uint8_t tp_flags;                  /* transport-private state */
     bool lowat;                        /* TCP_NOTSENT_LOWAT is set while a file is sent */
+    bool file_copy;                    /* the file goes out by copy, not sendfile */
     int file_fd;                       /* file being sent, -1 when none */
     uint32_t requests;                 /* served on this connection */
     struct ssl_st *ssl;                /* TLS connection (transport_tls.c); NULL when plain */

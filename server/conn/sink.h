@@ -68,10 +68,11 @@ struct sink_ops {
      * and one stream piece at most). Returns 0 or -errno (the connection is dead). */
     int (*send)(struct sink *s, struct worker *w, const struct iovec *iov, int iovcnt,
                 unsigned flags);
-    /* Send `len` bytes of `fd` from `off` behind whatever is queued; release(ref) once done
-     * with the descriptor (release NULL: close it). Returns 0 or -errno (fd released). */
-    int (*send_file)(struct sink *s, struct worker *w, int fd, off_t off, off_t len,
-                     void (*release)(void *ref), void *ref);
+    /* Send the response head `head`, then `len` bytes of `fd` from `off`, behind whatever is
+     * queued (by sendfile, or by copy with the head in the first write: sendfile_min_size);
+     * release(ref) once done with the descriptor. Returns 0 or -errno (fd released). */
+    int (*send_file)(struct sink *s, struct worker *w, const struct iovec *head, int fd,
+                     off_t off, off_t len, void (*release)(void *ref), void *ref);
     /* Output is queued that the socket has not taken yet. */
     bool (*blocked)(const struct sink *s);
     /* Register a watched descriptor, or change its interest (w->events). Returns 0 or -errno. */

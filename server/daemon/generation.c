@@ -17,8 +17,10 @@
 #include "daemon/root_switch.h"
 #include "daemon/server.h"
 #include "conf/site.h"
+#include "net/send_probe.h"
 #include "net/tls.h"
 #include "log/diag.h"
+#include "log/log.h"
 
 static void destroy_location(struct loc_conf *lc, struct site_set *ss)
 {
@@ -216,6 +218,15 @@ struct runtime *runtime_build(struct server *srv, struct config *cfg, unsigned g
         rt->tls = tls_ctx_create(&ts); /* prints its own FILE:LINE error line */
         if (!rt->tls)
             goto fail;
+    }
+    if (rt->cfg.sendfile_auto && !rt->cfg.test_only) {
+        /* Measured once, at start-up, before the pool runs; never on a reload, which runs on a
+         * pool thread: a reload that turns auto on keeps sendfile until the next start. */
+        const struct send_probe *p = generation == 1 ? send_probe_run() : send_probe_last();
+        rt->cfg.sendfile_min_size = p ? p->min_size : 0;
+        if (!p)
+            log_notice("sendfile_min_size auto: measured at start-up only; sendfile (0) until "
+                       "the next start");
     }
     runtime_unref(prev);
     return rt;

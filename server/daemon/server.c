@@ -36,6 +36,7 @@
 #include "acme/acme.h"
 #include "daemon/acme_wire.h"
 #include "daemon/watch.h"
+#include "net/send_probe.h"
 
 #define TICK_MS 250
 
@@ -705,6 +706,11 @@ void server_run(struct server *srv)
     diag_secrets(NULL, 0);
     log_notice("lfhttpd serving %s with %u threads (%s; %s)", shown, srv->pool.nthreads,
                concurrency_names[srv->pool.mode], rt->cfg.threads_reason);
+    if (rt->cfg.sendfile_auto && send_probe_last()) {
+        char line[320];
+        send_probe_describe(send_probe_last(), line, sizeof(line));
+        log_notice("%s", line);
+    }
     runtime_unref(rt);
     /* Every listener is in the handle set; requests are answered from the first tp_run
      * iteration on. (Before this, a probe's connection waits in the listen queue.) */

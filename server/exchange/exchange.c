@@ -196,12 +196,7 @@ int ex_send_file_ref(struct exchange *ex, struct response *r, int fd, off_t off,
         return send_iov(ex, iov, 2, flags);
     }
     struct iovec iov = { r->buf, r->len };
-    int rc = send_iov(ex, &iov, 1, SEND_MORE);
-    if (rc < 0) {
-        release(ref);
-        return rc;
-    }
-    return ex->sink->ops->send_file(ex->sink, ex->w, fd, off, (off_t)len, release, ref);
+    return ex->sink->ops->send_file(ex->sink, ex->w, &iov, fd, off, (off_t)len, release, ref);
 }
 
 int ex_send_file(struct exchange *ex, struct response *r, int fd, off_t off, size_t len)
