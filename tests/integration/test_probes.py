@@ -97,7 +97,9 @@ def test_drain_delay_ends_by_itself(tmpdir):
         srv.signal(signal.SIGINT)
         assert wait_until(lambda: "draining: stopped accepting" in srv.stderr, 15), srv.stderr
         waited = time.monotonic() - t0
-        assert waited >= 1.0, "drained %.3f s after SIGINT, before drain_delay 1s" % waited
+        # The server's timers run on the coarse monotonic clock, which may lag by one kernel
+        # tick (at most 10 ms): the delay it keeps can look that much short from here.
+        assert waited >= 1.0 - 0.010, "drained %.3f s after SIGINT, before drain_delay 1s" % waited
         log = srv.stderr
         assert log.index("SIGINT received") < log.index("drain_delay over") < \
             log.index("draining: stopped accepting"), log
