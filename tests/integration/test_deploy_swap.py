@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from lib.cdp import Browser
-from lib.fault import library as fault_library
+from lib.fault import preloaded
 from lib.kubelet import atomic_write
 from lib.server import Conn, Server, T, binary, get, req, wait_until
 
@@ -353,9 +353,8 @@ def test_a_swap_while_the_rule_files_are_read_is_not_mixed_into_a_generation(tmp
     conf = os.path.join(tmpdir, "lfhttpd.conf")
     with open(conf, "w") as f:
         f.write("log_level info\nroot %s\nsite_rules_files on\n" % current)
-    env = dict(os.environ, LD_PRELOAD=fault_library(),
-               # the second reading of _headers (the first is the start's)
-               LFHTTPD_FAULT_RENAME="_headers %s %s 1" % (late, current))
+    # the second reading of _headers (the first is the start's)
+    env = preloaded(LFHTTPD_FAULT_RENAME="_headers %s %s 1" % (late, current))
     srv = Server(args=["--config", conf], env=env)
     try:
         r = get(srv, "/v.txt")

@@ -40,6 +40,17 @@ def library():
     return path
 
 
+def preloaded(base=None, **extra):
+    """An environment that loads the injector (LD_PRELOAD), with `extra` variables set."""
+    env = dict(os.environ if base is None else base)
+    env["LD_PRELOAD"] = library()
+    # ASan wants to come first in the library list; the injector forwards to it anyway.
+    opts = env.get("ASAN_OPTIONS", "")
+    env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "verify_asan_link_order=0"
+    env.update(extra)
+    return env
+
+
 class Faults:
     def __init__(self, tmpdir, name="fault.ctl"):
         self.path = os.path.join(tmpdir, name)
@@ -50,13 +61,7 @@ class Faults:
 
     def env(self, base=None):
         """The environment a server needs to run with the injector."""
-        env = dict(os.environ if base is None else base)
-        env["LD_PRELOAD"] = library()
-        env["LFHTTPD_FAULT"] = self.path
-        # ASan wants to come first in the library list; the injector forwards to it anyway.
-        opts = env.get("ASAN_OPTIONS", "")
-        env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "verify_asan_link_order=0"
-        return env
+        return preloaded(base, LFHTTPD_FAULT=self.path)
 
     def _u32(self, index, value):
         struct.pack_into("<I", self._m, 4 * index, value)
