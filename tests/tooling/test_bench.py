@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from lib.server import REPO, SCALE, T, binary
 
 STRATEGIES = ("leader-followers", "half-sync-half-async", "reuseport", "leader-followers-edge")
@@ -27,11 +29,9 @@ def accepted(strategy, tmpdir):
 
 def test_bench_strategies_phase_tiny_load(tmpdir):
     if SCALE > 1:
-        print("skipped: sanitizer build (the harness preloads an allocation counter)")
-        return
+        pytest.skip("sanitizer build (the harness preloads an allocation counter)")
     if not shutil.which("wrk"):
-        print("skipped: wrk is not installed (tools/deps.sh test)")
-        return
+        pytest.skip("wrk is not installed (tools/deps.sh test)")
     out = os.path.join(tmpdir, "bench")
     env = dict(os.environ, BENCH_PHASES="strategies", BENCH_QUICK="1", BENCH_STRATEGY_ROUNDS="1",
                BENCH_STRATEGY_DURATION="1", BENCH_SKEW_IDLE="20", BENCH_CGI_MS="5",
@@ -141,11 +141,9 @@ def test_bench_throughput_prints_the_ratio_table(tmpdir):
     """A tiny throughput run (two scenarios, 1 s each, whichever peers are installed): the
     harness prints the ratio table with a row per scenario and puts it in its report."""
     if SCALE > 1:
-        print("skipped: sanitizer build")
-        return
+        pytest.skip("sanitizer build")
     if not shutil.which("wrk"):
-        print("skipped: wrk is not installed (tools/deps.sh test)")
-        return
+        pytest.skip("wrk is not installed (tools/deps.sh test)")
     out = os.path.join(tmpdir, "bench")
     # one peer: h2o or lighttpd, which run as root here (nginx's workers could not read the
     # test's private temporary directory)
