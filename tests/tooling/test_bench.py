@@ -27,6 +27,25 @@ def accepted(strategy, tmpdir):
                           stderr=subprocess.DEVNULL).returncode == 0
 
 
+def _bench(env, seconds):
+    """Run bench/bench.py with `env`; its output, once it exited 0 within `seconds` (scaled).
+    bench.py starts its servers in sessions of their own and stops them on SIGTERM: never
+    SIGKILL it (they would outlive it), and stop it whatever happens here (the bound, the
+    test's timeout), within the test's timeout (each caller's is larger than this bound)."""
+    p = subprocess.Popen([sys.executable, os.path.join(REPO, "bench", "bench.py")], env=env,
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        stdout, _ = p.communicate(timeout=T(seconds))
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            p.communicate(timeout=15)
+    print(stdout[-3000:])
+    assert p.returncode == 0, "bench.py exited with %d" % p.returncode
+    return stdout
+
+
+@pytest.mark.timeout(120)
 def test_bench_strategies_phase_tiny_load(tmpdir):
     if SCALE > 1:
         pytest.skip("sanitizer build (the harness preloads an allocation counter)")
@@ -37,18 +56,7 @@ def test_bench_strategies_phase_tiny_load(tmpdir):
                BENCH_STRATEGY_DURATION="1", BENCH_SKEW_IDLE="20", BENCH_CGI_MS="5",
                BENCH_QUIET_BUDGET="0", BENCH_THREADS="2", BENCH_OUT=out,
                BENCH_BUILD=os.path.dirname(binary()))
-    # bench.py starts its servers in sessions of their own and stops them on SIGTERM: never
-    # SIGKILL it (they would outlive it), and stop it whatever happens here (the test timeout)
-    p = subprocess.Popen([sys.executable, os.path.join(REPO, "bench", "bench.py")], env=env,
-                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        stdout, _ = p.communicate(timeout=T(50))
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            p.communicate(timeout=30)
-    print(stdout[-3000:])
-    assert p.returncode == 0, "bench.py exited with %d" % p.returncode
+    stdout = _bench(env, 60)
     with open(os.path.join(out, "results.json")) as f:
         results = json.load(f)
     with open(os.path.join(out, "strategies.md")) as f:
@@ -137,6 +145,7 @@ def test_bench_quick_is_every_scenario_against_every_peer_logs_off():
     assert "BENCH_SCENARIOS" not in line[0], line[0]
 
 
+@pytest.mark.timeout(120)
 def test_bench_throughput_prints_the_ratio_table(tmpdir):
     """A tiny throughput run (two scenarios, 1 s each, whichever peers are installed): the
     harness prints the ratio table with a row per scenario and puts it in its report."""
@@ -152,16 +161,7 @@ def test_bench_throughput_prints_the_ratio_table(tmpdir):
                BENCH_DURATION="1", BENCH_SCENARIOS="1k,404", BENCH_TLS="0",
                BENCH_SERVERS=",".join(["lfhttpd"] + peers), BENCH_QUIET_BUDGET="0",
                BENCH_THREADS="2", BENCH_OUT=out, BENCH_BUILD=os.path.dirname(binary()))
-    p = subprocess.Popen([sys.executable, os.path.join(REPO, "bench", "bench.py")], env=env,
-                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        stdout, _ = p.communicate(timeout=T(90))
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            p.communicate(timeout=30)
-    print(stdout[-3000:])
-    assert p.returncode == 0, "bench.py exited with %d" % p.returncode
+    stdout = _bench(env, 60)
     assert "==== lfhttpd ÷ the best peer (access logs off; medians" in stdout, stdout
     with open(os.path.join(out, "report.md")) as f:
         report = f.read()
