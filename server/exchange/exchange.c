@@ -672,6 +672,23 @@ static int check_limits(struct exchange *ex, const struct loc_conf *lc,
     return r < 0 ? r : 1;
 }
 
+/* A rewrite moved the request to another location: that location's limits, allow/deny and
+ * CORS apply as if the client had asked for the rewritten path (a rewrite never opens a door
+ * its target's location keeps shut). The first location's slots are given back: a request
+ * holds the slots of one location, the one that serves it; its rate was counted where it
+ * arrived and is counted again here. 0 to go on, 1 when answered, or -errno. */
+static int rewritten_checks(struct exchange *ex, const struct request_ctx *rc,
+                            uint32_t held[LIMIT_REQ_SLOTS])
+{
+    for (int k = 0; k < LIMIT_REQ_SLOTS; k++)
+        limits_release(ex->rt, &held[k]);
+    int r = check_limits(ex, ex->loc, rc, held);
+    if (r != 0)
+        return r;
+    ex->cors = EX_CORS_OFF; /* the first location's origin list no longer applies */
+    return site_access_check(ex);
+}
+
 /* Pick the site and location (matching the decoded, normalised path, so "/assets/../secret"
  * cannot borrow the rules of /assets/), apply its limits, its allow/deny rules and CORS (a
  * preflight is answered there), its site rules (ex_rules.h: a redirect, a status, or a
@@ -719,6 +736,8 @@ static int dispatch(struct exchange *ex, const struct request_ctx *rc,
         return rc2 < 0 ? rc2 : 0;
     if (lc->rules_on) { /* site rules: may answer, or rewrite ex->path and the location */
         if ((rc2 = ex_rules_apply(ex, site)) != 0)
+            return rc2 < 0 ? rc2 : 0;
+        if (ex->loc != lc && (rc2 = rewritten_checks(ex, rc, held)) != 0)
             return rc2 < 0 ? rc2 : 0;
         lc = ex->loc;
     }

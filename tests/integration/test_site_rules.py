@@ -527,3 +527,43 @@ def test_a_rewrite_targets_query_reaches_the_handler(tmpdir):
         assert get(srv, "/plain?a=1&b").body == b"a=1&b"
         assert get(srv, "/twice?ignored=1").body == b"term=x%20y"
         assert get(srv, "/cgi-bin/q?direct=1").body == b"direct=1"
+
+
+def test_a_rewrite_meets_the_guards_of_its_targets_location(tmpdir):
+    """A rewrite into another location passes that location's allow/deny, limits and CORS,
+    as if the client had asked for the rewritten path: from the configuration and from
+    `_redirects`, forced or not."""
+    conf = "\n".join([
+        "site_rules_files on",
+        "location /admin/ {",
+        "    deny all",
+        "}",
+        "location /slow/ {",
+        "    limit_req_per_ip 1r/m",
+        "}",
+        "location /many/ {",
+        "    cors_allow_origin https://a.example https://b.example https://c.example",
+        "}",
+        "location /one/ {",
+        "    cors_allow_origin https://x.example",
+        "}",
+        "rewrite /open/* /admin/:splat force",
+        "rewrite /fast/* /slow/:splat force",
+        "rewrite /many/* /one/:splat force",
+        ""])
+    files = {"admin/secret.html": "secret", "slow/a.html": "a", "one/f.html": "f"}
+    _, srv = _start(tmpdir, conf, files=files, redirects="/open2/* /admin/:splat 200!\n"
+                                                         "/soft/* /admin/:splat 200\n")
+    with srv:
+        assert get(srv, "/admin/secret.html").status == 403
+        for path in ("/open/secret.html", "/open2/secret.html", "/soft/secret.html"):
+            assert get(srv, path).status == 403, path
+        assert get(srv, "/fast/a.html").status == 200      # the target's rate: 1 a minute
+        assert get(srv, "/fast/a.html").status == 429
+        assert get(srv, "/slow/a.html").status == 429
+        # The third origin of /many/ is not one of /one/'s: no CORS field, and never
+        # another location's origin list read by this one's index.
+        r = get(srv, "/many/f.html", headers={"Origin": "https://c.example"})
+        assert (r.status, r.header("Access-Control-Allow-Origin")) == (200, None)
+        r = get(srv, "/many/f.html", headers={"Origin": "https://x.example"})
+        assert r.header("Access-Control-Allow-Origin") == "https://x.example"
