@@ -282,14 +282,21 @@ static int load_files(struct site *s, struct rules_diag *diag)
     return rc;
 }
 
-/* What `lc` matches against, once its sets and its site's files are known. */
-static void settle(struct loc_conf *lc, const struct site *s)
+/* What `lc` matches against, once its sets and its site's files are known; a loop through
+ * its configuration's rules and the site's `_redirects` together is refused (each alone was
+ * checked when it was built). */
+static int settle(struct loc_conf *lc, const struct site *s, struct rules_diag *diag)
 {
     lc->rules.redirects[1] = s->file_rules[0];
     lc->rules.headers[1] = s->file_rules[1];
     lc->rules.files = s->base.rules_files == 1;
     lc->rules_on = !lc->builtin && (lc->rules.files || lc->rules.redirects[0] ||
                                     lc->rules.headers[0]);
+    if (!lc->rules.redirects[0] || !lc->rules.redirects[1] ||
+        (lc != &s->base && lc->rules.redirects[0] == s->base.rules.redirects[0]))
+        return 0; /* nothing to join, or the pair its server block's check saw */
+    const struct rules_set *const sets[2] = { lc->rules.redirects[0], lc->rules.redirects[1] };
+    return rules_check_loops(sets, 2, s->rules_path[0], diag);
 }
 
 static int finish_site(struct site_set *ss, unsigned i, struct rules_diag *diag)
@@ -306,12 +313,12 @@ static int finish_site(struct site_set *ss, unsigned i, struct rules_diag *diag)
         return -1;
     if (compile_block(&s->base, i ? top : NULL, chain + 1, i ? 1 : 0, diag) < 0)
         return -1;
-    settle(&s->base, s);
+    if (settle(&s->base, s, diag) < 0)
+        return -1;
     for (unsigned j = 0; j < s->nlocs; j++) {
         struct loc_conf *lc = &s->locs[j];
-        if (compile_block(lc, &s->base, chain, i ? 2 : 1, diag) < 0)
+        if (compile_block(lc, &s->base, chain, i ? 2 : 1, diag) < 0 || settle(lc, s, diag) < 0)
             return -1;
-        settle(lc, s);
     }
     return 0;
 }

@@ -759,42 +759,65 @@ static bool rules_next_path(const struct rules_set *set, const struct rules_matc
     return path_normalize(target, tlen, next, cap, len) == 0;
 }
 
-/* Follow rule i's probe path through the rules; a path met twice is a loop. (A rule met twice
- * is not: /x/ * to /y/:splat and /y/a/ * to /x/:splat end, having applied /x/ * twice.) Paths
- * longer than RULES_PROBE_MAX are not followed. */
-static int rules_check_loop(const struct rules_set *set, uint32_t i, const char *file,
-                            struct rules_diag *diag)
+/* The first rule of sets[0..n) that matches path, in their order (a request tries the
+ * configuration's set before the site's file): its set's index, or -1. */
+static int rules_match_sets(const struct rules_set *const *sets, unsigned n, const char *path,
+                            size_t plen, struct rules_match *m)
+{
+    for (unsigned s = 0; s < n; s++)
+        if (sets[s] && rules_match(sets[s], path, plen, NULL, 0, 0, m))
+            return (int)s;
+    return -1;
+}
+
+/* Follow the probe path of rule i of sets[start] through sets[0..n); a path met twice is a
+ * loop. (A rule met twice is not: /x/ * to /y/:splat and /y/a/ * to /x/:splat end, having
+ * applied /x/ * twice.) Paths longer than RULES_PROBE_MAX are not followed. */
+static int rules_check_loop(const struct rules_set *const *sets, unsigned n, unsigned start,
+                            uint32_t i, const char *file, struct rules_diag *diag)
 {
     char path[RULES_MAX_EXPANDED], trail[RULES_ERR_MAX / 2];
     char seen[RULES_MAX_CHAIN][RULES_PROBE_MAX];
-    uint32_t by[RULES_MAX_CHAIN];
+    const struct rules_rule *by[RULES_MAX_CHAIN];
     size_t plen, tn;
     struct rules_match m;
+    const struct rules_rule *first = &sets[start]->rule[i];
 
-    if (!rules_follows(&set->rule[i]) || !rules_probe(&set->rule[i], path, sizeof(path), &plen))
+    if (!rules_follows(first) || !rules_probe(first, path, sizeof(path), &plen))
         return 0;
     tn = (size_t)snprintf(trail, sizeof(trail), "%.*s", (int)plen, path);
-    for (unsigned n = 0; n < RULES_MAX_CHAIN && plen < RULES_PROBE_MAX; n++) {
-        if (!rules_match(set, path, plen, NULL, 0, 0, &m) || !rules_follows(&set->rule[m.rule]))
+    for (unsigned step = 0; step < RULES_MAX_CHAIN && plen < RULES_PROBE_MAX; step++) {
+        int s = rules_match_sets(sets, n, path, plen, &m);
+        const struct rules_rule *r = s < 0 ? NULL : &sets[s]->rule[m.rule];
+        if (!r || !rules_follows(r))
             return 0;
         /* A rewrite whose target falls under its own pattern serves it (see rules.h). */
-        if (n > 0 && by[n - 1] == m.rule && set->rule[m.rule].kind == RULES_REWRITE)
+        if (step > 0 && by[step - 1] == r && r->kind == RULES_REWRITE)
             return 0;
-        for (unsigned k = 0; k < n; k++)
+        for (unsigned k = 0; k < step; k++)
             if (strlen(seen[k]) == plen && memcmp(seen[k], path, plen) == 0) {
-                const struct rules_rule *r = &set->rule[by[k]];
                 snprintf(diag->error, sizeof(diag->error), "%s:%u: redirect loop: %s",
-                         r->file ? r->file : file, r->line, trail);
+                         by[k]->file ? by[k]->file : file, by[k]->line, trail);
                 return -1;
             }
-        memcpy(seen[n], path, plen);
-        seen[n][plen] = '\0';
-        by[n] = m.rule;
-        if (!rules_next_path(set, &m, path, path, sizeof(path), &plen))
+        memcpy(seen[step], path, plen);
+        seen[step][plen] = '\0';
+        by[step] = r;
+        if (!rules_next_path(sets[s], &m, path, path, sizeof(path), &plen))
             return 0;
         if (tn < sizeof(trail))
             tn += (size_t)snprintf(trail + tn, sizeof(trail) - tn, " -> %.*s", (int)plen, path);
     }
+    return 0;
+}
+
+int rules_check_loops(const struct rules_set *const *sets, unsigned n, const char *file,
+                      struct rules_diag *diag)
+{
+    for (unsigned s = 0; s < n; s++)
+        for (uint32_t i = 0; sets[s] && i < sets[s]->count; i++)
+            if (rules_check_loop(sets, n, s, i, file, diag) < 0)
+                return -1;
     return 0;
 }
 
@@ -804,8 +827,6 @@ int rules_finish(struct rules_set *set, const char *file, struct rules_diag *dia
         snprintf(diag->error, sizeof(diag->error), "%s: out of memory", file);
         return -1;
     }
-    for (uint32_t i = 0; i < set->count; i++)
-        if (rules_check_loop(set, i, file, diag) < 0)
-            return -1;
-    return 0;
+    const struct rules_set *one[1] = { set };
+    return rules_check_loops(one, 1, file, diag);
 }

@@ -176,6 +176,14 @@ int rules_add_header(struct rules_set *set, const char *file, unsigned line,
                      struct rules_diag *diag);
 int rules_done(struct rules_set *set, struct rules_diag *diag);
 
+/* Look for loops through sets[0..n) together, tried in that order as a request tries them
+ * (a location's configuration rules, then its site's `_redirects`): each set alone was
+ * checked when it was built; a loop that needs rules of two sets is found here. 0, or -1
+ * with diag->error set ("FILE:LINE: redirect loop: ..."; `file` names the rules that carry
+ * no file of their own). NULL sets are skipped. */
+int rules_check_loops(const struct rules_set *const *sets, unsigned n, const char *file,
+                      struct rules_diag *diag);
+
 /* First matching rule of a `_redirects` set for path/plen (decoded, normalised, starting with
  * '/') and the raw query q/qlen (without '?'; may be NULL). True with *m filled, or false. */
 bool rules_match(const struct rules_set *set, const char *path, size_t plen, const char *q,

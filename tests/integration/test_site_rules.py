@@ -567,3 +567,21 @@ def test_a_rewrite_meets_the_guards_of_its_targets_location(tmpdir):
         assert (r.status, r.header("Access-Control-Allow-Origin")) == (200, None)
         r = get(srv, "/many/f.html", headers={"Origin": "https://x.example"})
         assert r.header("Access-Control-Allow-Origin") == "https://x.example"
+
+
+def test_a_loop_through_the_configuration_and_the_file_is_refused_at_load(tmpdir):
+    """Each set alone is loop-free; together (the configuration's rules tried first, then
+    `_redirects`) /a -> /b -> /a. Refused by -t and at start, and a reload that brings the
+    loop keeps the old rules."""
+    root, path = _site(tmpdir, "site_rules_files on\nreload_on_change on\nredirect /a /b\n",
+                       redirects="/b /a 301\n")
+    rc, _, err = run_lfhttpd(["-t", "-c", path])
+    assert rc == 2 and "lfhttpd.conf:5: redirect loop: /a -> /b -> /a" in err, err
+    _write(os.path.join(root, "_redirects"), "/b /c 301\n")
+    srv = Server(args=["--config", path])
+    with srv:
+        assert _loc(get(srv, "/b")) == (301, "/c")
+        _write(os.path.join(root, "_redirects"), "/b /a 301\n")
+        assert wait_until(lambda: "keeping generation 1" in srv.stderr, 15), srv.stderr
+        assert "redirect loop: /a -> /b -> /a" in srv.stderr
+        assert _loc(get(srv, "/b")) == (301, "/c")
