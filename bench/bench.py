@@ -32,6 +32,8 @@ Phases (BENCH_PHASES, default all, in this order):
 
 BENCH_LFHTTPD_CONF: configuration lines (separated by ';') appended to every lfhttpd's, to
 measure a feature's cost: e.g. "compress_cache_dir /tmp/c;compress_dictionary /*.html".
+BENCH_CALLGRIND_AE: an Accept-Encoding the callgrind phase's requests send ("browser": a
+browser's; default none), so that negotiating a representation is counted too.
 
 Writes build/bench/report.md and build/bench/results.json; prints a summary.
 Python standard library only. Every server runs in the foreground as a child of this script, in
@@ -831,6 +833,11 @@ def parse_callgrind(path, exe):
 # (keep-alive), results["callgrind_pipelined"], results["callgrind_https"].
 CG_WORKLOADS = [w for w in os.environ.get("BENCH_CALLGRIND_WORKLOADS",
                                           "keepalive,pipelined,https").split(",") if w]
+# BENCH_CALLGRIND_AE: an Accept-Encoding the counted requests send (default: none), e.g. a
+# browser's, to count what negotiating a representation costs; "browser" stands for BROWSER_AE.
+CG_AE = os.environ.get("BENCH_CALLGRIND_AE", "")
+CG_HEADERS = ((BROWSER_AE if CG_AE == "browser" else "Accept-Encoding: " + CG_AE),) \
+    if CG_AE else ()
 
 
 def callgrind_run(name, requests, workload="keepalive", tls=None):
@@ -844,15 +851,18 @@ def callgrind_run(name, requests, workload="keepalive", tls=None):
         else:
             url = f"http://127.0.0.1:{srv.port}/1k.html"
         script = "pipeline.lua" if workload == "pipelined" else None
-        wrk(url, 16, 1, script=script)  # warm-up, not instrumented: caches, lazy init, faults
+        # warm-up, not instrumented: caches, lazy init, faults, the variants made
+        wrk(url, 16, 1, script=script, headers=CG_HEADERS)
         subprocess.run(["callgrind_control", "-i", "on", str(srv.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         marker = os.path.join(srv.dir, "done")
         r = wrk(url, 16, 600, script="counted.lua", marker=marker, timeout=600,
-                env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker}) \
+                env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker},
+                headers=CG_HEADERS) \
             if workload != "pipelined" else \
             wrk(url, 16, 600, script="pipeline_counted.lua", marker=marker, timeout=600,
-                env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker})
+                env={"BENCH_COUNT": str(requests), "BENCH_MARKER": marker},
+                headers=CG_HEADERS)
         # Stop counting and write the profile now (out.1), while the server still runs: a
         # server that does not exit cleanly under valgrind would otherwise lose it.
         for cmd in (["-i", "off"], ["-d"]):

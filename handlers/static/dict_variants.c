@@ -311,7 +311,7 @@ struct fc_entry *dict_want(struct otf_loc *cl, struct runtime *rt, struct fc_ent
     const struct dict_store *s = atomic_load_explicit(&cl->dir->dicts, memory_order_acquire);
     unsigned char hash[DICT_HASH_LEN];
     struct dict_entry de;
-    if (!s || !dict_available_parse(HTTP_HEADER(req, "available-dictionary"), hash) ||
+    if (!s || !dict_available_parse(HTTP_KNOWN(req, H_AVAILABLE_DICTIONARY), hash) ||
         !dict_usable(s, e->dict, (struct strview){ e->path, e->path_len }, hash, &de))
         return NULL; /* ignored: the ordinary representation */
     uint64_t w[HASH_WORDS];

@@ -23,9 +23,10 @@ struct fc_entry *static_representation(struct static_files *sf, struct exchange 
     /* A range request gets no on-the-fly variant but identity (as nginx does): the offsets a
      * client resumes from must not depend on whether compression finished. */
     bool ranged = HTTP_KNOWN(req, H_RANGE).ptr && req->method == HTTP_GET && ae.identity > 0;
-    if (e->dict && !ranged) {
+    if (e->dict && !ranged && HTTP_KNOWN(req, H_AVAILABLE_DICTIONARY).ptr) {
         /* A client that offers a dictionary and dcz gets the smallest there is, once made;
-         * until then (and for anything it offers that is not ours) the ordinary choice. */
+         * until then (and for anything it offers that is not ours) the ordinary choice. A
+         * request without Available-Dictionary (most) pays this one test. */
         struct fc_entry *d = dict_want(sf->cl, ex->rt, e, req, aeh);
         if (d) {
             *otf = true;

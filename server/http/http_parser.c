@@ -111,6 +111,7 @@ int http_known_header(struct strview name)
         { "accept", 6, H_ACCEPT },
         { "accept-encoding", 15, H_ACCEPT_ENCODING },
         { "authorization", 13, H_AUTHORIZATION },
+        { "available-dictionary", 20, H_AVAILABLE_DICTIONARY },
         { "if-match", 8, H_IF_MATCH },
         { "if-modified-since", 17, H_IF_MODIFIED_SINCE },
         { "if-none-match", 13, H_IF_NONE_MATCH },
@@ -179,7 +180,7 @@ static int on_header_value_complete(llhttp_t *p)
         }
         break;
     }
-    int id = h->name.len >= 5 && h->name.len <= 19 ? http_known_header(h->name) : -1;
+    int id = h->name.len >= 5 && h->name.len <= 20 ? http_known_header(h->name) : -1;
     if (id >= 0 && !HTTP_HAS_KNOWN(req, id))
         HTTP_SET_KNOWN(req, id, h->value);
     return 0;
