@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conf/directives.h"
+#include "conf/site.h"
 #include "log/diag.h"
 
 unsigned compress_conf_slot;
@@ -293,6 +294,16 @@ static int loc_merge(void *b, const void *parent)
     return 0;
 }
 
+/* The dictionaries' store keys name the tree they cover: two sites that share a cache
+ * directory and a pattern keep their versions apart. */
+static int loc_check(void *b, const struct loc_conf *lc)
+{
+    struct compress_conf *cl = b;
+    for (int i = 0; i < cl->ndicts; i++)
+        dict_pattern_scope(&cl->dicts[i], lc->root ? lc->root : "");
+    return 0;
+}
+
 /* The admin site: its answers are never compressed on the fly. */
 static void loc_admin(void *b)
 {
@@ -323,6 +334,7 @@ const struct handler_conf_ops compress_conf_ops = {
     .loc_init = loc_init,
     .loc_defaults = loc_defaults,
     .loc_merge = loc_merge,
+    .loc_check = loc_check,
     .loc_admin = loc_admin,
     .loc_free = loc_free,
     .top_size = sizeof(struct compress_top),

@@ -6,6 +6,7 @@
 #include "base/fdio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,16 +225,28 @@ static size_t format_header(char *buf, const char *match, const char *const *des
     return n;
 }
 
-/* The store's name of a pattern: 64 bits of the SHA-256 of its match, never 0. */
-static uint64_t pattern_key(const char *match)
+/* The store's name of a pattern: 64 bits of the SHA-256 of its scope (the tree it covers),
+ * a NUL, and its match; never 0. */
+static uint64_t pattern_key(const char *scope, const char *match, size_t mlen)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     uint64_t k = 0;
-    if (EVP_Digest(match, strlen(match), md, &mdlen, EVP_sha256(), NULL) == 1)
+    char in[PATH_MAX + 1 + DICT_MATCH_MAX];
+    size_t slen = strnlen(scope, PATH_MAX - 1);
+    memcpy(in, scope, slen);
+    in[slen] = '\0';
+    memcpy(in + slen + 1, match, mlen < DICT_MATCH_MAX ? mlen : DICT_MATCH_MAX);
+    if (EVP_Digest(in, slen + 1 + (mlen < DICT_MATCH_MAX ? mlen : DICT_MATCH_MAX), md, &mdlen,
+                   EVP_sha256(), NULL) == 1)
         for (int i = 0; i < 8; i++)
             k = (k << 8) | md[i];
     return k ? k : 1;
+}
+
+void dict_pattern_scope(struct dict_pattern *p, const char *scope)
+{
+    p->key = pattern_key(scope, p->match, p->match_len);
 }
 
 int dict_pattern_init(struct dict_pattern *p, const char *where, const char *match,
@@ -273,7 +286,7 @@ int dict_pattern_init(struct dict_pattern *p, const char *where, const char *mat
     p->header_len = format_header(p->header, match, dests, ndests, id);
     p->match = p->header + sizeof("match=\"") - 1;
     p->match_len = strlen(match);
-    p->key = pattern_key(match);
+    p->key = pattern_key("", match, p->match_len);
     return 0;
 }
 

@@ -66,7 +66,9 @@ bool dict_accepts_dcz(struct strview accept_encoding);
 
 /* A configured dictionary pattern. `header` is the Use-As-Dictionary field value, made once:
  *     match="/assets/app-*.js", match-dest=("script"), id="app"
- * `key` names the pattern in the store: the first 64 bits of the SHA-256 of the match. */
+ * `key` names the pattern in the store: the first 64 bits of the SHA-256 of the match, and of
+ * the site it serves once dict_pattern_scope has said which (two sites sharing a cache
+ * directory and a pattern must not answer with each other's versions). */
 struct dict_pattern {
     char *header;
     size_t header_len;
@@ -85,6 +87,8 @@ int dict_pattern_init(struct dict_pattern *p, const char *where, const char *mat
                       const char *const *dests, int ndests, const char *id, char *err,
                       size_t errlen);
 void dict_pattern_free(struct dict_pattern *p);
+/* The tree whose files the pattern covers (a location's root): part of its store key. */
+void dict_pattern_scope(struct dict_pattern *p, const char *scope);
 
 /* Does the request path (as received: percent-encoded, without the query) match the pattern?
  * '*' matches any run of characters, '/' included, as in URLPattern's pathname; the query is

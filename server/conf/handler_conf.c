@@ -96,7 +96,7 @@ int conf_loc_check(const struct loc_conf *lc)
 {
     for (unsigned i = 0; i < ntypes; i++)
         if (lc->handler_conf[i] && types[i]->loc_check &&
-            types[i]->loc_check(lc->handler_conf[i]) < 0)
+            types[i]->loc_check(lc->handler_conf[i], lc) < 0)
             return -1;
     return 0;
 }

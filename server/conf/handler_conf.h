@@ -38,9 +38,11 @@ struct handler_conf_ops {
     void (*loc_init)(void *blk);
     void (*loc_defaults)(void *blk);
     int (*loc_merge)(void *blk, const void *parent);
-    /* check (optional): a mistake only the complete settings show (one block's value with
-     * another's it inherits); 0, or -1 after printing "FILE:LINE: reason". */
-    int (*loc_check)(const void *blk);
+    /* check (optional): once inherited, with the location's core settings `lc` beside: a
+     * mistake only the complete settings show (one block's value with another's it inherits),
+     * and what the block derives from them (e.g. from lc->root); 0, or -1 after printing
+     * "FILE:LINE: reason". */
+    int (*loc_check)(void *blk, const struct loc_conf *lc);
     void (*loc_admin)(void *blk);
     void (*loc_free)(void *blk);
 

@@ -247,8 +247,9 @@ static int loc_merge(void *b, const void *parent)
 }
 
 /* `*` from one block, credentials from another: seen once both are inherited. */
-static int loc_check(const void *b)
+static int loc_check(void *b, const struct loc_conf *lc)
 {
+    (void)lc;
     const struct access_conf *ac = b;
     if (!ac->origin_any || ac->credentials != 1)
         return 0;

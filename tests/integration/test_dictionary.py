@@ -455,3 +455,43 @@ def test_chromium_reloads_the_new_release_as_dcz(tmpdir):
     assert browser and browser[-1]["content_encoding"] == "dcz", browser
 
 
+
+
+def test_two_sites_sharing_a_cache_directory_keep_their_dictionaries_apart(tmpdir):
+    """Two server blocks, one compress_cache_dir, the same pattern: a version a.test served
+    is no dictionary for b.test, and b's own is."""
+    b_v1 = V1.replace(b"'v1'", b"'b1'")
+    a = make_root(os.path.join(tmpdir, "a"), {"assets/app-v1.js": V1, "assets/app-v2.js": V2})
+    b = make_root(os.path.join(tmpdir, "b"), {"assets/app-v1.js": b_v1, "assets/app-v2.js": V2})
+    os.chmod(tmpdir, 0o755)
+    block = "server %s {\n    root %s\n    " + LOCATION.replace("\n", "\n    ") + "\n}\n"
+    conf = ("file_cache_valid 0\n%scompress_cache_dir %s\n" % (FAST, os.path.join(tmpdir, "c"))
+            + block % ("a.test", a) + block % ("b.test", b))
+    s = ConfServer(tmpdir, conf, root=a)
+    ha, hb = {"Host": "a.test"}, {"Host": "b.test"}
+
+    def dcz_from(host, dictionary):
+        """Offer `dictionary` for app-v2.js to `host` until it answers dcz (bounded)."""
+        deadline = time.monotonic() + T(60)
+        while True:
+            r = offer(s, "/assets/app-v2.js", dictionary, extra=host)
+            if r.header("Content-Encoding") == "dcz":
+                return r
+            assert time.monotonic() < deadline, "%s never answered dcz" % host
+            time.sleep(0.05)
+
+    r = get(s, "/assets/app-v1.js", headers=dict(ha, **{"Accept-Encoding": "gzip"}))
+    assert r.status == 200 and r.header("Use-As-Dictionary")
+    wait_stored(s, 1)
+    # Offered a's v1, b would queue its dcz job now if that version were its dictionary ...
+    assert offer(s, "/assets/app-v2.js", V1, extra=hb).header("Content-Encoding") != "dcz"
+    # ... and it would be made by the time a's, asked for after it, is.
+    assert dcz_decode(V1, dcz_from(ha, V1).body) == V2
+    assert metric(s, "lfhttpd_compress_dcz_variants_total") == 1
+    r = offer(s, "/assets/app-v2.js", V1, extra=hb)
+    assert r.status == 200 and r.header("Content-Encoding") != "dcz"
+    assert r.header("Vary") == "Accept-Encoding, Available-Dictionary"
+    # b's own v1, once served, is b's dictionary.
+    get(s, "/assets/app-v1.js", headers=dict(hb, **{"Accept-Encoding": "gzip"}))
+    wait_stored(s, 2)
+    assert dcz_decode(b_v1, dcz_from(hb, b_v1).body) == V2

@@ -464,6 +464,20 @@ static void test_usable(const char *dir)
        "a dictionary stored for another pattern");
     memset(other, 0, sizeof(other));
     ok(!dict_usable(s, &app, sv("/assets/app-v2.js"), other, &e), "an unknown dictionary");
+    /* The same pattern over another site's tree: another key, and the first site's versions
+     * are not its dictionaries. */
+    struct dict_pattern a_site, b_site;
+    dict_pattern_init(&a_site, "t:3", "/assets/app-*.js", NULL, 0, NULL, err, sizeof(err));
+    dict_pattern_init(&b_site, "t:4", "/assets/app-*.js", NULL, 0, NULL, err, sizeof(err));
+    dict_pattern_scope(&a_site, "/srv/a");
+    dict_pattern_scope(&b_site, "/srv/b");
+    ok(a_site.key != b_site.key && a_site.key != app.key, "the scope is part of the key");
+    put(s, a_site.key, 42, 500, h);
+    ok(dict_usable(s, &a_site, sv("/assets/app-v2.js"), h, &e), "a version of this site");
+    ok(!dict_usable(s, &b_site, sv("/assets/app-v2.js"), h, &e),
+       "the same pattern's version of another site");
+    dict_pattern_free(&a_site);
+    dict_pattern_free(&b_site);
     dict_pattern_free(&app);
     dict_pattern_free(&css);
     dict_store_close(s);
