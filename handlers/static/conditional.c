@@ -60,7 +60,8 @@ static int send_not_modified(struct exchange *ex, const struct fc_entry *e)
     return ex_send(ex, &r, NULL, 0);
 }
 
-bool conditional_answered(struct exchange *ex, const struct fc_entry *rep, int *rc)
+bool conditional_answered(struct exchange *ex, const struct fc_entry *e,
+                          const struct fc_entry *rep, int *rc)
 {
     const struct http_request *req = ex->req;
     struct strview im = HTTP_KNOWN(req, H_IF_MATCH);
@@ -75,6 +76,7 @@ bool conditional_answered(struct exchange *ex, const struct fc_entry *rep, int *
                  rep->st.st_mtim.tv_sec > t;
     }
     if (failed) {
+        ex->vary |= fc_vary_bits(e); /* which tag failed depends on the representation */
         *rc = ex_error(ex, 412);
         return true;
     }

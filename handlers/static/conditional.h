@@ -20,6 +20,7 @@ bool if_range_holds(struct strview v, const struct fc_entry *e);
 /* Evaluate If-Match, If-Unmodified-Since, If-None-Match and If-Modified-Since for `rep`, in
  * RFC 9110 13.2.2 order. Returns true when that answered the request (412 or 304; *rc is
  * ex_send's result), false when the request goes on. */
-bool conditional_answered(struct exchange *ex, const struct fc_entry *rep, int *rc);
+bool conditional_answered(struct exchange *ex, const struct fc_entry *e,
+                          const struct fc_entry *rep, int *rc);
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "compress/coding.h"
 #include "compress/dictionary.h"
+#include "exchange/exchange.h"
 
 struct loc_conf;
 struct mime_table;
@@ -161,6 +162,11 @@ static inline const char *fc_vary_line(const struct fc_entry *e)
     if (e->dict)
         return "Vary: Accept-Encoding, Available-Dictionary\r\n";
     return e->vary ? "Vary: Accept-Encoding\r\n" : NULL;
+}
+/* The same as exchange Vary bits (EX_VARY_*), for a head the exchange writes (an error). */
+static inline unsigned fc_vary_bits(const struct fc_entry *e)
+{
+    return e->dict ? EX_VARY_ENCODING | EX_VARY_DICTIONARY : e->vary ? EX_VARY_ENCODING : 0;
 }
 /* Make `v` the on-the-fly variant `enc` of `e`, charged to e's shard (older entries are
  * evicted to make room). Takes the caller's reference to `v` in every case. Returns 0, or -1

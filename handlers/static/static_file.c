@@ -158,13 +158,15 @@ static int serve_file(struct static_files *sf, struct exchange *ex, struct fc_en
     const struct loc_conf *lc = ex->loc;
     bool rep_otf;
     struct fc_entry *rep = static_representation(sf, ex, e, &rep_otf);
-    if (!rep)
+    if (!rep) {
+        ex->vary |= fc_vary_bits(e);
         return ex_error(ex, 406);
+    }
     if (e->dict) /* this version is now a dictionary some client may offer */
         dict_note_served(sf->cl, ex->rt, e);
 
     int rc;
-    if (conditional_answered(ex, rep, &rc))
+    if (conditional_answered(ex, e, rep, &rc))
         return rc;
 
     uint64_t size = (uint64_t)rep->st.st_size;

@@ -98,6 +98,9 @@ struct exchange {
  * writes them as Vary with the head. */
 #define EX_VARY_ORIGIN 1u     /* CORS with a list of origins (site_access.h) */
 #define EX_VARY_FETCH 2u      /* Sec-Fetch-Mode, Sec-Fetch-Dest, Accept: the SPA fallback */
+#define EX_VARY_ENCODING 4u   /* Accept-Encoding: an error about a representation (406, 412)
+                               * that the handler's own head would have named */
+#define EX_VARY_DICTIONARY 8u /* with it, Available-Dictionary (RFC 9842) */
 
 /* ---- answering at once ---------------------------------------------------------------------- */
 

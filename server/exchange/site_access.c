@@ -368,6 +368,10 @@ void site_access_headers(const struct exchange *ex, struct response *r)
         RESP_LIT(r, "Vary: Origin\r\n");
     if (ex->vary & EX_VARY_FETCH)
         RESP_LIT(r, "Vary: Sec-Fetch-Mode, Sec-Fetch-Dest, Accept\r\n");
+    if (ex->vary & EX_VARY_DICTIONARY)
+        RESP_LIT(r, "Vary: Accept-Encoding, Available-Dictionary\r\n");
+    else if (ex->vary & EX_VARY_ENCODING)
+        RESP_LIT(r, "Vary: Accept-Encoding\r\n");
     if (ex->cors < EX_CORS_ANY)
         return;
     const struct access_conf *ac = access_conf(ex->loc);

@@ -495,3 +495,27 @@ def test_two_sites_sharing_a_cache_directory_keep_their_dictionaries_apart(tmpdi
     get(s, "/assets/app-v1.js", headers=dict(hb, **{"Accept-Encoding": "gzip"}))
     wait_stored(s, 2)
     assert dcz_decode(b_v1, dcz_from(hb, b_v1).body) == V2
+
+
+@pytest.mark.parametrize("path,vary", [
+    ("/assets/app-v1.js", "Accept-Encoding, Available-Dictionary"),   # a pattern covers it
+    ("/assets/other.js", "Accept-Encoding"),                          # compressible only
+])
+def test_a_412_or_406_names_what_it_varies_by(tmpdir, path, vary):
+    """412 (If-Match of another representation's tag) and 406 (no acceptable coding) depend on
+    the request's Accept-Encoding (and, where a pattern covers the file, on its dictionaries)
+    as the 200 does: their Vary says so, or a cache could reuse them for other clients."""
+    s = _srv(tmpdir)
+    ok = get(s, path, headers={"Accept-Encoding": "gzip"})
+    assert ok.status == 200 and ok.header("Vary") == vary
+    gz = wait_coding(s, path, "gzip")
+    # The identity tag does not match the gzip representation: 412.
+    ident = get(s, path)
+    assert ident.header("ETag") != gz.header("ETag")
+    r = get(s, path, headers={"Accept-Encoding": "gzip", "If-Match": ident.header("ETag")})
+    assert r.status == 412 and r.header_all("Vary") == [vary], r.headers
+    r = get(s, path, headers={"If-Match": ident.header("ETag")})
+    assert r.status == 200
+    # Nothing acceptable: 406.
+    r = get(s, path, headers={"Accept-Encoding": "identity;q=0, compress"})
+    assert r.status == 406 and r.header_all("Vary") == [vary], r.headers
