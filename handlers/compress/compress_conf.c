@@ -172,6 +172,8 @@ const struct dict_pattern *compress_dictionary_for(const struct loc_conf *lc, co
                                                    size_t len)
 {
     const struct compress_conf *cc = compress_conf(lc);
+    if (cc->compress != 1)
+        return NULL; /* dcz is made on the fly: without compression, nothing to announce */
     for (int i = 0; i < cc->ndicts; i++)
         if (dict_path_matches(&cc->dicts[i], (struct strview){ path, len }))
             return &cc->dicts[i];

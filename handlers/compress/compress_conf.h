@@ -45,7 +45,8 @@ static inline const struct compress_conf *compress_conf(const struct loc_conf *l
 }
 
 /* The compress_dictionary pattern of `lc` that covers `path` (normalised, len bytes), or
- * NULL: no pattern there, or none matches. The first pattern written wins. */
+ * NULL: no pattern there, none matches, or `compress off` there (dcz is made on the fly).
+ * The first pattern written wins. */
 const struct dict_pattern *compress_dictionary_for(const struct loc_conf *lc, const char *path,
                                                    size_t len);
 

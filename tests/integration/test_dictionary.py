@@ -519,3 +519,12 @@ def test_a_412_or_406_names_what_it_varies_by(tmpdir, path, vary):
     # Nothing acceptable: 406.
     r = get(s, path, headers={"Accept-Encoding": "identity;q=0, compress"})
     assert r.status == 406 and r.header_all("Vary") == [vary], r.headers
+
+
+def test_compress_off_announces_no_dictionary(tmpdir):
+    """dcz is made on the fly: where `compress off` holds, a covered file is no dictionary."""
+    s = _srv(tmpdir, extra="compress off\n")
+    r = get(s, "/assets/app-v1.js", headers={"Accept-Encoding": AE})
+    assert r.status == 200 and r.body == V1
+    assert r.header("Use-As-Dictionary") is None
+    assert r.header("Content-Encoding") is None

@@ -301,9 +301,9 @@ static void test_header_and_roundtrip(void)
     ok(!memcmp(z + 8, h, DICT_HASH_LEN), "then the dictionary's SHA-256");
     ok(ZSTD_isSkippableFrame(z, (size_t)zn), "libzstd reads the header as a skippable frame");
     is_int(ZSTD_findFrameCompressedSize(z, (size_t)zn), DCZ_HEADER_LEN, "of 40 bytes");
-    ZSTD_frameHeader fh;
-    ok(ZSTD_getFrameHeader(&fh, z + DCZ_HEADER_LEN, (size_t)zn - DCZ_HEADER_LEN) == 0 &&
-       fh.windowSize <= ((uint64_t)8 << 20) && fh.frameContentSize == n,
+    ZSTD_frameHeader fh = { 0 };
+    size_t fhr = ZSTD_getFrameHeader(&fh, z + DCZ_HEADER_LEN, (size_t)zn - DCZ_HEADER_LEN);
+    ok(fhr == 0 && fh.windowSize <= ((uint64_t)8 << 20) && fh.frameContentSize == n,
        "the frame: window %llu within the RFC's, content size %llu",
        (unsigned long long)fh.windowSize, (unsigned long long)fh.frameContentSize);
     char *out = malloc(n + 1);
