@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """dictionary.py — what dcz (RFC 9842: zstd with the previous version as a dictionary) saves
-on a real patch release, against gzip -9, Brotli 11 and zstd 19. Not a test: a measurement.
+on real releases, against gzip -9, Brotli 11 and zstd 19. Not a test: a measurement.
 
-    make && python3 bench/dictionary.py [--package react-dom --old 18.2.0 --new 18.3.1
+    make && python3 bench/dictionary.py [--package react-dom --old 18.3.0 --new 18.3.1
                                          --file umd/react-dom.production.min.js]
 
 Both releases come from the npm registry (`npm pack`, kept in build/dictionary/). The new
@@ -112,7 +112,7 @@ def check(body, old, new, who):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--package", default="react-dom")
-    ap.add_argument("--old", default="18.2.0")
+    ap.add_argument("--old", default="18.3.0")  # the patch release before --new
     ap.add_argument("--new", default="18.3.1")
     ap.add_argument("--file", default="umd/react-dom.production.min.js")
     ap.add_argument("--level", type=int, default=19, help="zstd level of dcz (default 19)")
