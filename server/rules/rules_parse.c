@@ -258,8 +258,10 @@ static int rules_fields(char *line, char **f)
     return n;
 }
 
-/* Whether the rule is one lfhttpd skips (with a warning): a pattern of a host, or a condition
- * it cannot evaluate after the target (or after the status of a rule without one). */
+/* Whether the rule is one lfhttpd skips (with a warning): a pattern of a host, a proxy (a 200
+ * to another server's URL: Netlify's and Cloudflare's files have them, and lfhttpd serves
+ * files), or a condition it cannot evaluate after the target (or after the status of a rule
+ * without one). */
 static bool rules_skipped(struct rules_parser *ps, char **f, int n)
 {
     unsigned status;
@@ -274,6 +276,12 @@ static bool rules_skipped(struct rules_parser *ps, char **f, int n)
     while (t < n && f[t][0] != '/' && !rules_is_url(f[t]) &&
            !rules_status_field(f[t], &status, &force))
         t++;
+    if (t + 1 < n && rules_is_url(f[t]) && rules_status_field(f[t + 1], &status, &force) &&
+        status == 200) {
+        rules_warn(ps, "status 200 to '%.*s' is a proxy, and lfhttpd does not proxy; rule "
+                   "skipped", RULES_QUOTE, f[t]);
+        return true;
+    }
     for (int k = t + 1; k < n; k++)
         if (rules_unsupported_condition(f[k])) {
             rules_warn(ps, "condition '%.*s' cannot be evaluated by lfhttpd; rule skipped",

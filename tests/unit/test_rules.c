@@ -267,15 +267,19 @@ static void test_netlify_examples(void)
     rules_free(s);
 
     s = redirects("http://blog.example/* https://example.com/blog/:splat 301!\n"
-                  "/fr /fr/home 302 Language=fr\n/in /in/home 302 Cookie=ab_test\n/x /y\n");
-    ok(s != NULL && s->count == 1, "rules of a host, by language and by cookie are skipped");
-    is_int(nwarnings, 3, "  with three warnings");
+                  "/fr /fr/home 302 Language=fr\n/in /in/home 302 Cookie=ab_test\n/x /y\n"
+                  "/api/* https://api.example.com/:splat 200\n");
+    ok(s != NULL && s->count == 1, "rules of a host, by language, by cookie and proxies are "
+       "skipped");
+    is_int(nwarnings, 4, "  with four warnings");
     is_str(warnings[0], "_redirects:1: pattern 'http://blog.example/*' is for a host: rules of "
            "a host are not supported; rule skipped", "  warning: host");
     is_str(warnings[1], "_redirects:2: condition 'Language=fr' cannot be evaluated by lfhttpd; "
            "rule skipped", "  warning: Language");
     is_str(warnings[2], "_redirects:3: condition 'Cookie=ab_test' cannot be evaluated by "
            "lfhttpd; rule skipped", "  warning: Cookie");
+    is_str(warnings[3], "_redirects:5: status 200 to 'https://api.example.com/:splat' is a "
+           "proxy, and lfhttpd does not proxy; rule skipped", "  warning: a proxy");
     rules_free(s);
 }
 
@@ -455,8 +459,8 @@ static void test_redirect_errors(void)
         { "/a ftp://x\n", "_redirects:1: target 'ftp://x' is neither a path nor an http(s) URL" },
         { "/a //evil.example 301\n",
           "_redirects:1: target '//evil.example' names another host: write http(s)://" },
-        { "/a https://x.example/ 200\n",
-          "_redirects:1: status 200 needs a path of this site as target (lfhttpd does not "
+        { "/a https://x.example/ 404\n",
+          "_redirects:1: status 404 needs a path of this site as target (lfhttpd does not "
           "proxy)" },
         { "/a /b#top 200\n",
           "_redirects:1: a rewrite or error page target has no fragment ('#')" },
