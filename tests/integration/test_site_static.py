@@ -453,3 +453,16 @@ def test_cache_policy_explicit_settings_win(tmpdir):
     assert _cc(s, "/headed/app.3f9a1c2b.js") == ["private"]
     assert _cc(s, "/plain/app.3f9a1c2b.js") == []
     assert _cc(s, "/assets/app.3f9a1c2b.js") == [IMMUTABLE]
+
+
+def test_cache_policy_a_header_rule_wins(tmpdir):
+    """A site rule naming Cache-Control (the configuration's `header`, or `_headers`) replaces
+    what the cache policy derived, for hashed files and HTML alike."""
+    files = {"_headers": b"/index.html\n  Cache-Control: max-age=600\n"}
+    s = _srv(tmpdir, "site_rules_files on\n"
+                     'header /assets/*.js Cache-Control "public, max-age=60"\n', files=files)
+    assert _cc(s, "/assets/app.3f9a1c2b.js") == ["public, max-age=60"]
+    assert _cc(s, "/index.html") == ["max-age=600"]
+    assert _cc(s, "/about") == ["no-cache"]                  # no rule: the policy's
+    assert _cc(s, "/assets/main.min.9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c"
+                  "15b0f00a08.css") == [IMMUTABLE]
