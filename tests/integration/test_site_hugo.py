@@ -1,6 +1,7 @@
 """A real generator's output end to end: a small Hugo site (fingerprinted assets with
-subresource integrity, `aliases` for moved pages, its own 404 page) built by Debian's hugo,
-served by lfhttpd with the defaults plus `error_page 404 /404.html`, and rendered by headless
+subresource integrity, `aliases` for moved pages, a `_redirects` file for a moved section, its
+own 404 page) built by Debian's hugo, served by lfhttpd with the defaults plus
+`error_page 404 /404.html` and `site_rules_files on`, and rendered by headless
 Chromium: pages render with their style and script, moved pages land where they should,
 assets are cached immutable and pages revalidated (raw requests), the 404 page is the site's."""
 
@@ -51,6 +52,8 @@ SITE = {
                         '\n---\nWe serve static files.\n',
     "content/posts/first.md": '---\ntitle: "First post"\naliases: ["/2019/01/first-post/"]\n'
                               '---\nHello.\n',
+    # Netlify's file, which Hugo copies from static/ as it is: a section moved wholesale.
+    "static/_redirects": "# moved when the blog became posts\n/blog/* /posts/:splat 301\n",
 }
 
 
@@ -88,7 +91,8 @@ def _rendered_page(dom, title):
 def test_hugo_site_in_headless_chromium(tmpdir):
     tmpdir = str(tmpdir)
     public = _build(tmpdir)
-    srv = ConfServer(tmpdir, "error_page 404 /404.html\n", root=public)
+    assert os.path.exists(os.path.join(public, "_redirects"))
+    srv = ConfServer(tmpdir, "error_page 404 /404.html\nsite_rules_files on\n", root=public)
 
     # Raw requests: the fingerprinted assets are immutable, the pages revalidated.
     home = get(srv, "/")
@@ -102,6 +106,9 @@ def test_hugo_site_in_headless_chromium(tmpdir):
     r = get(srv, "/nowhere/at-all")
     assert r.status == 404 and b"This page is not here" in r.body, r
     assert get(srv, "/about").header("Location") == "/about/"
+    r = get(srv, "/blog/first/")                     # the site's _redirects, read and obeyed
+    assert (r.status, r.header("Location")) == (301, "/posts/first/"), r.headers
+    assert get(srv, "/_redirects").status == 404     # and never served
 
     # Pages render with their style and script.
     _rendered_page(_render(tmpdir, srv, "/"), "Home")
@@ -111,6 +118,7 @@ def test_hugo_site_in_headless_chromium(tmpdir):
     for old in ["/old-about/", "/old-about", "/company/info", "/company/info.html"]:
         _rendered_page(_render(tmpdir, srv, old), "About us")
     _rendered_page(_render(tmpdir, srv, "/2019/01/first-post"), "First post")
+    _rendered_page(_render(tmpdir, srv, "/blog/first/"), "First post")
     # The 404 page is the site's, styled and scripted like the others.
     _rendered_page(_render(tmpdir, srv, "/no/such/page"), "This page is not here")
 
