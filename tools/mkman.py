@@ -15,6 +15,8 @@ README converted to mdoc:
     @site-intro@         the text of "### Sites and locations" before its table
     @site-directives@    the table of "### Sites and locations"
     @handlers@           the table of "## Handlers"
+    @site-rules@         the whole of "## Site rules": paragraphs, literal blocks, its table of
+                         patterns and its numbered list (with the bullets inside it)
 
 Only what README.md says goes into the pages: a directive, a flag or a default is documented
 once, there. Standard library only.
@@ -113,7 +115,9 @@ def esc_text(s):
 def esc_arg(s):
     """One macro argument: quoted when it has blanks; quotes and backslashes escaped."""
     s = s.replace("\\", "\\e").replace('"', "\\(dq")
-    if re.search(r"\s", s) or s in CLOSE or s in "([|" or s == "":
+    if s and len(s) == 1 and (s in CLOSE or s in "([|"):
+        return "\\&" + s      # a delimiter mdoc would otherwise move out of the macro
+    if re.search(r"\s", s) or s == "":
         s = '"%s"' % s
     return s
 
@@ -196,6 +200,87 @@ def para_lines(paras):
         else:
             out.append(".Pp")
             out += inline(val)
+    return out
+
+
+def list_items(lines, start):
+    """The items of a Markdown list starting at lines[start] ("N. " or "- " at this indent,
+    continuation lines indented deeper): ([(text, [nested lines])], next index)."""
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    marker = re.compile(r"^ {%d}(?:\d+\.|-) " % indent)
+    items, i = [], start
+    while i < len(lines) and marker.match(lines[i]):
+        text = [marker.sub("", lines[i])]
+        nested = []
+        i += 1
+        while i < len(lines) and lines[i].strip() and not marker.match(lines[i]):
+            if nested or re.match(r"^\s+(?:\d+\.|-) ", lines[i]):
+                nested.append(lines[i])
+            else:
+                text.append(lines[i].strip())
+            i += 1
+        items.append((" ".join(text), nested))
+    return items, i
+
+
+def list_lines(lines, start):
+    """mdoc for the list at lines[start]: .Bl -enum or -bullet, nested lists inside items."""
+    kind = "-enum" if re.match(r"^\s*\d+\. ", lines[start]) else "-bullet"
+    items, end = list_items(lines, start)
+    out = [".Bl %s" % kind]
+    for text, nested in items:
+        out.append(".It")
+        out += inline(text)
+        if nested:
+            out += list_lines(nested, 0)[0]
+    out.append(".El")
+    return out, end
+
+
+def section_lines(body):
+    """mdoc for a whole README section: paragraphs, literal blocks (after a blank line),
+    two-column tables (a tagged list) and lists."""
+    out, para, i = [], [], 0
+
+    def flush():
+        if para:
+            out.extend([".Pp"] + inline(" ".join(para)))
+            para.clear()
+    while i < len(body):
+        line = body[i]
+        if line.startswith("    ") and not para and (i == 0 or not body[i - 1].strip() or
+                                                     body[i - 1].startswith("    ")):
+            lit = []
+            while i < len(body) and body[i].startswith("    "):
+                lit.append(body[i][4:])
+                i += 1
+            out += para_lines([("lit", lit)])
+            continue
+        if line.startswith("|"):
+            flush()
+            rows = []
+            while i < len(body) and body[i].startswith("|"):
+                rows.append(body[i])
+                i += 1
+            out.append(".Bl -tag -width Ds")
+            for cells in table(rows):
+                spans = code_spans(cells[0])
+                out.append(".It " + (" ".join("Li " + esc_arg(s) for s in spans) or
+                                     esc_arg(cells[0])))
+                out += inline(" ".join(cells[1:]))
+            out.append(".El")
+            continue
+        if re.match(r"^(?:\d+\.|-) ", line):
+            flush()
+            lst, i = list_lines(body, i)
+            out += lst
+            continue
+        if line.strip():
+            para.append(line.strip())
+        else:
+            flush()
+        i += 1
+    flush()
     return out
 
 
@@ -313,6 +398,7 @@ def render(readme, template):
         "site-directives": lambda: directive_items(
             table(sec[SITES]), "top level, server, location"),
         "handlers": lambda: handler_items(table(sec["Handlers"])),
+        "site-rules": lambda: section_lines(sec["Site rules"]),
     }
     out = []
     for line in template.splitlines():

@@ -218,6 +218,12 @@ def test_man_pages_lint_clean_and_list_every_directive(tmpdir):
 
     readme = _readme_directives()
     assert _man_directives(pages[1]) == set(readme)
+    # Site rules: the README's section whole, its pattern table a tagged list.
+    conf5 = open(pages[1]).read()
+    rules = conf5[conf5.index(".Sh SITE RULES"):conf5.index(".Sh HANDLERS")]
+    for item in (".It Li /old/*", ".It Li /assets/**", ".It Li /a/*.{js,css}", ".Bl -enum"):
+        assert item in rules, item
+    assert "_redirects" in rules and "_headers" in rules and "Shadowing" in rules
     table = _table_directives()
     assert len(table) > 40, table
     assert set(readme) == set(table), ("README only: %s; parser only: %s"
