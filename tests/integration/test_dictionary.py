@@ -528,3 +528,18 @@ def test_compress_off_announces_no_dictionary(tmpdir):
     assert r.status == 200 and r.body == V1
     assert r.header("Use-As-Dictionary") is None
     assert r.header("Content-Encoding") is None
+
+
+def test_if_match_with_the_dcz_tag(tmpdir):
+    """If-Match names a representation: the dcz tag holds for the dcz representation (200,
+    dcz), and fails for the request that would get another (412, with the resource's Vary)."""
+    s = _srv(tmpdir)
+    serve_dictionary(s, "/assets/app-v1.js", 1)
+    r, _ = wait_dcz(s, "/assets/app-v2.js", V1)
+    etag = r.header("ETag")
+    ok = offer(s, "/assets/app-v2.js", V1, extra={"If-Match": etag})
+    assert ok.status == 200 and ok.header("Content-Encoding") == "dcz"
+    assert dcz_decode(V1, ok.body) == V2
+    no = get(s, "/assets/app-v2.js", headers={"Accept-Encoding": "gzip", "If-Match": etag})
+    assert no.status == 412, no.status
+    assert no.header("Vary") == "Accept-Encoding, Available-Dictionary"
