@@ -45,6 +45,9 @@ struct static_conf {
 };
 
 extern const struct handler_conf_ops static_conf_ops;
+/* The handler type (static_file.c), for the registry (handlers/registry.c). */
+struct handler_ops;
+extern const struct handler_ops static_file_handler;
 extern unsigned static_conf_slot;
 
 /* A location's static settings (complete once the configuration is loaded). */

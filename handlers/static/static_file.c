@@ -87,8 +87,9 @@ static int static_generation_init(const struct handler_env *env, void **state, c
         return -1;
     }
     rt->serve_error_page = static_error_page; /* every location's error_page is a static file */
+    rt->error_page_state = g;
     if (any_compress_dynamic(rt)) { /* its counters live with the compressor */
-        if (!compress_process_start(env->process, err, errlen))
+        if (!(rt->stream_filter_state = compress_process_start(env->process, err, errlen)))
             return -1;
         rt->stream_filter = &compress_stream_filter;
     }
@@ -105,9 +106,9 @@ static void static_generation_free(void *state)
     free(g);
 }
 
-struct file_cache *static_file_cache(const struct runtime *rt)
+struct file_cache *static_file_cache(const void *generation)
 {
-    const struct static_generation *g = handler_generation_state(rt, &static_file_handler);
+    const struct static_generation *g = generation;
     return g ? g->fc : NULL;
 }
 
@@ -353,7 +354,7 @@ static int static_error_page(struct exchange *ex, int status)
         if (sc->error_pages[i].status != status)
             continue;
         const char *p = sc->error_pages[i].path;
-        struct fc_entry *e = fc_get(static_file_cache(ex->rt), lc, p, strlen(p));
+        struct fc_entry *e = fc_get(static_file_cache(ex->rt->error_page_state), lc, p, strlen(p));
         if (!e)
             return -ENOENT;
         if (e->kind != FC_FILE) {
