@@ -77,11 +77,12 @@ static int static_generation_init(const struct handler_env *env, void **state, c
     if (!g)
         return -1;
     *state = g;
-    g->mime = mime_table_load(rt->cfg.mime_file[0] ? rt->cfg.mime_file : NULL, err, errlen);
+    const struct static_top *st = static_top(&rt->cfg);
+    g->mime = mime_table_load(st->mime_file[0] ? st->mime_file : NULL, err, errlen);
     if (!g->mime)
         return -1;
-    g->fc = fc_create(rt->cfg.file_cache_entries, rt->cfg.file_cache_size,
-                      rt->cfg.file_cache_valid, g->mime);
+    g->fc = fc_create(st->file_cache_entries, st->file_cache_size, st->file_cache_valid,
+                      g->mime);
     if (!g->fc) {
         snprintf(err, errlen, "lfhttpd: out of memory");
         return -1;
