@@ -230,12 +230,12 @@ static void resp_add_encoded_path(struct response *r, const char *path, size_t l
 {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)path[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            strchr("-._~/!$&'()*+,;=:@", c)) {
+        if (hex_pct_keeps(c, "/!$&'()*+,;=:@")) {
             resp_add(r, (const char *)&path[i], 1);
         } else {
-            char esc[3] = { '%', hex_upper(c >> 4), hex_upper(c) };
-            resp_add(r, esc, 3);
+            char esc[3];
+            hex_pct(c, esc);
+            resp_add(r, esc, sizeof(esc));
         }
     }
 }

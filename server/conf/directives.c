@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conf/acme_conf.h"
 #include "conf/config.h"
 #include "conf/handler_conf.h"
@@ -24,7 +25,6 @@
 #include "lf/thread_pool.h"
 #include "log/diag.h"
 
-#define NS_PER_S UINT64_C(1000000000)
 /* The highest rate limit_req_per_ip takes, per second or per minute. */
 #define RATE_MAX 1000000
 
@@ -602,9 +602,9 @@ int directive_parse_rate(const char *s, uint64_t *interval_ns)
         return -1;
     uint64_t per;
     if (!strcmp(end, "r/s"))
-        per = NS_PER_S;
+        per = CLOCK_NS_PER_S;
     else if (!strcmp(end, "r/m"))
-        per = 60 * NS_PER_S;
+        per = 60 * CLOCK_NS_PER_S;
     else
         return -1;
     *interval_ns = per / n;

@@ -19,7 +19,6 @@
 #include "conf/site.h"
 
 #define NIL UINT32_MAX
-#define NS_PER_S UINT64_C(1000000000)
 #define TABLE_MIN 1024
 #define TABLE_MAX (1u << 26)
 
@@ -48,7 +47,7 @@ bool limit_gcra(uint64_t *tat, uint64_t now, uint64_t interval, unsigned burst, 
 
 unsigned limit_retry_after(uint64_t wait_ns)
 {
-    uint64_t s = (wait_ns + NS_PER_S - 1) / NS_PER_S;
+    uint64_t s = (wait_ns + CLOCK_NS_PER_S - 1) / CLOCK_NS_PER_S;
     return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)s;
 }
 
@@ -260,7 +259,7 @@ static void entry_settle(struct limit_shard *s, uint32_t i, uint64_t now,
 
 static bool log_due(uint32_t *logged, uint64_t now)
 {
-    uint32_t sec = (uint32_t)(now / NS_PER_S) + 1;
+    uint32_t sec = (uint32_t)(now / CLOCK_NS_PER_S) + 1;
     if (*logged && sec - *logged < LIMIT_LOG_INTERVAL_S)
         return false;
     *logged = sec;
@@ -364,7 +363,7 @@ static const char *key_text(const struct in6_addr *key, char *buf, size_t cap)
 /* Fail open: let the client through, one line a minute for the whole table. */
 static void note_fail_open(struct limit_table *t, uint64_t now)
 {
-    uint64_t sec = now / NS_PER_S + 1, last = atomic_load_explicit(&t->fail_open_logged,
+    uint64_t sec = now / CLOCK_NS_PER_S + 1, last = atomic_load_explicit(&t->fail_open_logged,
                                                                   memory_order_relaxed);
     if (last && sec - last < LIMIT_LOG_INTERVAL_S)
         return;
