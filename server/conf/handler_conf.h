@@ -15,7 +15,8 @@
 #include <stddef.h>
 
 /* Slots for handler types: in a location's and a configuration's settings (here), in a
- * runtime (runtime.h), in the server (server.h) and in the handler registry (handler.h). */
+ * runtime (runtime.h), in the server (server.h) and in the handler registry
+ * (handlers/registry.h). */
 #define HANDLER_TYPES_MAX 8
 
 struct config;
