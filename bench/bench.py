@@ -1481,7 +1481,7 @@ def ratio_rows(summaries, raw=None):
 
 
 def ratio_table(summaries, raw=None):
-    """The ratio table (make bench-quick; the issue's form): markdown lines."""
+    """The ratio table (make bench-quick; the form the target is stated in): markdown lines."""
     L = ["| scenario | lfhttpd | best peer | ÷ best | p99: lfhttpd / best peer's "
          "| CPU µs/req: lfhttpd / lowest peer's | other load (cores) |",
          "|---|---:|---|---:|---:|---:|---:|"]

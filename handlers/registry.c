@@ -5,17 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtin/builtin.h"
 #include "builtin/builtin_conf.h"
 #include "builtin/builtin_env.h"
 #include "cgi/cgi_conf.h"
 #include "compress/compress_conf.h"
 #include "conf/directives.h"
 #include "conf/handler_conf.h"
-#include "exchange/handler.h"
 #include "conf/runtime.h"
 #include "exchange/server_view.h"
 #include "static/static_conf.h"
 #include "log/diag.h"
+#include "registry.h"
 
 static const struct handler_ops *const registry[] = {
     &static_file_handler, /* static: files beneath the root (the default) */
@@ -64,26 +65,6 @@ void handlers_register_conf(void)
         if (conf_register(confs[i]) < 0)
             abort(); /* more configured types than HANDLER_TYPES_MAX: a build mistake */
     directive_set_check("handler", check_handler_name);
-}
-
-static int slot_of(const struct handler_ops *ops)
-{
-    for (unsigned i = 0; i < NTYPES; i++)
-        if (registry[i] == ops)
-            return (int)i;
-    return -1;
-}
-
-void *handler_process_state(struct server *srv, const struct handler_ops *ops)
-{
-    int i = slot_of(ops);
-    return i < 0 ? NULL : atomic_load_explicit(server_handler_state(srv, (unsigned)i), memory_order_acquire);
-}
-
-void *handler_generation_state(const struct runtime *rt, const struct handler_ops *ops)
-{
-    int i = slot_of(ops);
-    return i < 0 ? NULL : rt->handler_state[i];
 }
 
 int handlers_generation_init(struct server *srv, struct runtime *rt)

@@ -13,6 +13,14 @@ struct response;
 struct runtime;
 struct server;
 
+/* The handler types (builtin_status.c, test_endpoints.c), for the registry
+ * (handlers/registry.c). */
+struct handler_ops;
+extern const struct handler_ops status_handler;
+extern const struct handler_ops metrics_handler;
+extern const struct handler_ops health_handler;
+extern const struct handler_ops test_handler;
+
 /* The /server-status page: status.html, embedded by status_html.S (NUL-terminated). */
 extern const char status_page_html[];
 extern const size_t status_page_html_len;

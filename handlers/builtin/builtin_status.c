@@ -217,7 +217,7 @@ static void status_json(struct stats_writer *o, struct server *srv, const struct
     for (int i = 0; i < GAUGE_CONN_KINDS; i++)
         outf(o, ",\"%s\":%u", gauge_conn_names[i], s->core.conns[i]);
     outf(o, "},\"timers\":%u,", s->core.timers);
-    handlers_stats(srv, rt, o); /* "file_cache", "compress", "cgi": each type's own */
+    server_handler_stats(srv, rt, o); /* "file_cache", "compress", "cgi": each type's own */
     const struct limit_stats *l = &s->core.limits;
     outf(o, "\"limits\":{\"table_size\":%llu,\"table_bytes\":%llu,\"entries\":%llu,"
             "\"evictions\":%llu,\"fail_open\":%llu,\"connections_refused\":%llu,"
@@ -396,7 +396,7 @@ static int metrics_handle(void *inst, struct exchange *ex)
         outf(&o, "lfhttpd_threads{role=\"%s\"} %u\n", gauge_role_names[i % 3], s.core.role[i % 3]);
     metric(&o, "lfhttpd_timers_pending", "gauge", "Timers scheduled in the handle set.",
            s.core.timers);
-    handlers_stats(srv, ex->rt, &o); /* the file cache's, compression's, CGI's families */
+    server_handler_stats(srv, ex->rt, &o); /* the file cache's, compression's, CGI's families */
     metrics_limits(&o, &s.core.limits);
     builtin_acme_metrics(&ex->rt->cfg, &o);
     metric(&o, "lfhttpd_uptime_seconds", "gauge", "Seconds since start.",

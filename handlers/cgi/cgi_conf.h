@@ -15,6 +15,9 @@ struct cgi_top {
 };
 
 extern const struct handler_conf_ops cgi_conf_ops;
+/* The handler type (cgi.c), for the registry (handlers/registry.c). */
+struct handler_ops;
+extern const struct handler_ops cgi_handler;
 extern unsigned cgi_conf_slot;
 
 static inline const struct cgi_top *cgi_top(const struct config *cfg)

@@ -37,23 +37,26 @@ static void json(const struct compress_stats *z, struct stats_writer *w)
                  (unsigned long long)z->stream_failed, z->stream_active);
 }
 
-/* A counter family labelled by coding, dcz included. */
+/* A counter family labelled by coding: v[i] for the codings names[from..to). */
+static void by_coding_of(struct stats_writer *w, const char *name, const char *help,
+                         const char *const names[], const uint64_t v[], int from, int to)
+{
+    stats_printf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (int i = from; i < to; i++)
+        stats_printf(w, "%s{coding=\"%s\"} %llu\n", name, names[i], (unsigned long long)v[i]);
+}
+
+/* The same for the codings a response is sent in, dcz included. */
 static void by_coding(struct stats_writer *w, const char *name, const char *help,
                       const uint64_t v[COMPRESS_SENT_CODINGS])
 {
-    stats_printf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
-    for (int i = 0; i < COMPRESS_SENT_CODINGS; i++)
-        stats_printf(w, "%s{coding=\"%s\"} %llu\n", name, compress_sent_names[i],
-                     (unsigned long long)v[i]);
+    by_coding_of(w, name, help, compress_sent_names, v, 0, COMPRESS_SENT_CODINGS);
 }
 
 static void prometheus(const struct compress_stats *z, struct stats_writer *w)
 {
-    stats_printf(w, "# HELP lfhttpd_compress_variants_total Compressed variants made, by "
-                    "coding.\n# TYPE lfhttpd_compress_variants_total counter\n");
-    for (int i = 0; i < CODING_COUNT; i++)
-        stats_printf(w, "lfhttpd_compress_variants_total{coding=\"%s\"} %llu\n",
-                     coding_names[i], (unsigned long long)z->made[i]);
+    by_coding_of(w, "lfhttpd_compress_variants_total", "Compressed variants made, by coding.",
+                 coding_names, z->made, 0, CODING_COUNT);
     stats_metric(w, "lfhttpd_compress_input_bytes_total", "counter",
                  "Bytes of the files compressed into variants.", z->bytes_in);
     stats_metric(w, "lfhttpd_compress_output_bytes_total", "counter",
@@ -72,12 +75,9 @@ static void prometheus(const struct compress_stats *z, struct stats_writer *w)
                  "dcz variants made (compress_dictionary).", z->dcz_made);
     stats_metric(w, "lfhttpd_compress_dictionaries_stored_total", "counter",
                  "File versions put into the dictionary store.", z->dicts_stored);
-    stats_printf(w, "# HELP lfhttpd_compress_dynamic_responses_total Streamed responses "
-                    "compressed (compress_dynamic), by coding.\n"
-                    "# TYPE lfhttpd_compress_dynamic_responses_total counter\n");
-    for (int i = CODING_ZSTD; i <= CODING_GZIP; i++)
-        stats_printf(w, "lfhttpd_compress_dynamic_responses_total{coding=\"%s\"} %llu\n",
-                     coding_names[i], (unsigned long long)z->stream_made[i]);
+    by_coding_of(w, "lfhttpd_compress_dynamic_responses_total",
+                 "Streamed responses compressed (compress_dynamic), by coding.", coding_names,
+                 z->stream_made, CODING_ZSTD, CODING_GZIP + 1);
     stats_metric(w, "lfhttpd_compress_dynamic_input_bytes_total", "counter",
                  "Bytes of streamed bodies compressed.", z->stream_in);
     stats_metric(w, "lfhttpd_compress_dynamic_output_bytes_total", "counter",

@@ -31,7 +31,6 @@
 #include "compress/compress.h"
 #include "compress/compress_conf.h"
 #include "exchange/exchange.h"
-#include "exchange/handler.h"
 #include "conf/runtime.h"
 #include "conf/site.h"
 
@@ -48,7 +47,7 @@ struct cstream {
 
 static struct compress_streams *streams(const struct exchange *ex)
 {
-    return compress_streams_of(handler_process_state(ex->srv, &static_file_handler));
+    return compress_streams_of(ex->rt->stream_filter_state); /* the compressor (runtime.h) */
 }
 
 static unsigned offer(const struct exchange *ex)

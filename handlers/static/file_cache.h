@@ -184,8 +184,8 @@ struct fc_stats {
 void fc_get_stats(struct file_cache *fc, struct fc_stats *out);
 
 struct runtime;
-/* The static handler's open-file cache in configuration generation `rt` (static_file.c). */
-struct file_cache *static_file_cache(const struct runtime *rt);
+/* The open-file cache in the static type's per-generation state (static_file.c). */
+struct file_cache *static_file_cache(const void *generation);
 /* The static type's stats() hook (handler.h): its open-file cache and compressor
  * (static_stats.c). */
 struct stats_writer;

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/hex.h"
+#include "base/json.h"
 #include "exchange/exchange.h"
 #include "http/http_date.h"
 #include "static/file_cache.h"
@@ -67,27 +70,27 @@ static void url_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            strchr("-._~", c))
+        char esc[3];
+        if (hex_pct_keeps(c, "")) {
             fputc(c, f);
-        else
-            fprintf(f, "%%%02X", c);
+        } else {
+            hex_pct(c, esc);
+            fwrite(esc, 1, sizeof(esc), f);
+        }
     }
 }
 
-static void json_escape(FILE *f, const char *s)
+/* A name as a JSON string: UTF-8 kept, a byte that is not valid UTF-8 as U+FFFD, so the
+ * listing is valid JSON whatever the file system holds (base/json.h). */
+static void json_string(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    char buf[NAME_MAX * 6 + 3]; /* six bytes at most per input byte, the quotes, the NUL */
+    size_t pos = 1;
+    buf[0] = '"';
+    if (!json_escape_script(buf, sizeof(buf) - 1, &pos, s, strlen(s)))
+        pos = 1; /* longer than a name can be: not reached */
+    buf[pos++] = '"';
+    fwrite(buf, 1, pos, f);
 }
 
 static void human_size(char *out, size_t cap, off_t size)
@@ -153,7 +156,7 @@ static void listing_json(FILE *f, const struct dirent_info *ents, size_t n)
         char date[32];
         http_date_format(ents[i].mtime, date);
         fputs(i ? ",\n {\"name\":" : "\n {\"name\":", f);
-        json_escape(f, ents[i].name);
+        json_string(f, ents[i].name);
         fprintf(f, ",\"type\":\"%s\",\"size\":%lld,\"mtime\":\"%s\"}",
                 ents[i].dir ? "directory" : "file", (long long)ents[i].size, date);
     }

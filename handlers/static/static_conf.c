@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf/directives.h"
 #include "log/diag.h"
@@ -173,8 +174,29 @@ static int d_cache_policy(const struct directive *d, const struct dir_ctx *x, ch
     return v < 0 ? -1 : (blk(d, x)->cache_policy = v, 0);
 }
 
+/* mime_types FILE: readable now (the table is read when a generation is built). */
+static int d_mime_types(const struct directive *d, const struct dir_ctx *x, char **args,
+                        int nargs)
+{
+    (void)nargs;
+    struct static_top *st = directive_field(d, x);
+    const char *v = args[0];
+    if (strlen(v) >= sizeof(st->mime_file)) {
+        diag("%s: '%s' value too long\n", x->where, d->name);
+        return -1;
+    }
+    if (access(v, R_OK) < 0) {
+        diag("%s: mime_types %s: %s\n", x->where, v, strerror(errno));
+        return -1;
+    }
+    snprintf(st->mime_file, sizeof(st->mime_file), "%s", v);
+    return 0;
+}
+
 #define LOC(field) offsetof(struct static_conf, field)
+#define TOP(field) offsetof(struct static_top, field)
 #define ONE DIRECTIVE_ONE
+#define NUM DIRECTIVE_NUM
 
 static const struct directive static_directives[] = {
     { "index", IN_ANY, 1, STATIC_MAX_INDEX, "one to eight file names", d_index, 0, 0, 0, 0, 0 },
@@ -191,6 +213,13 @@ static const struct directive static_directives[] = {
     { "clean_urls", IN_ANY, ONE, d_clean_urls, 0, 0, 0, 0, 0 },
     { "trailing_slash", IN_ANY, ONE, d_trailing_slash, 0, 0, 0, 0, 0 },
     { "cache_policy", IN_ANY, ONE, d_cache_policy, 0, 0, 0, 0, 0 },
+    { "mime_types", IN_TOP, ONE, d_mime_types, 0, 0, 0, 0, 0 },
+    { "file_cache_entries", IN_TOP, ONE, directive_number,
+      NUM(TOP(file_cache_entries), F_UNSIGNED, U_COUNT, 64, 10000000) },
+    { "file_cache_size", IN_TOP, ONE, directive_number,
+      NUM(TOP(file_cache_size), F_SIZE, U_SIZE, 0, UINT64_C(1) << 40) },
+    { "file_cache_valid", IN_TOP, ONE, directive_number,
+      NUM(TOP(file_cache_valid), F_UNSIGNED, U_MS, 0, DIRECTIVE_DAY_MS) },
 };
 
 /* ---- the block's life ------------------------------------------------------------------------ */
@@ -298,6 +327,21 @@ static void loc_free(void *b)
     free(sl->error_pages);
 }
 
+static int top_init(void *b)
+{
+    struct static_top *st = b;
+    st->file_cache_entries = 10000;
+    st->file_cache_size = 64 * 1024 * 1024;
+    st->file_cache_valid = 1000;
+    return 0;
+}
+
+/* reload_on_change follows the MIME table's file too. */
+static void watch_files(const void *b, void (*fn)(const char *path, void *arg), void *arg)
+{
+    fn(((const struct static_top *)b)->mime_file, arg);
+}
+
 const struct handler_conf_ops static_conf_ops = {
     .name = "static",
     .slot = &static_conf_slot,
@@ -309,4 +353,7 @@ const struct handler_conf_ops static_conf_ops = {
     .loc_merge = loc_merge,
     .loc_admin = loc_admin,
     .loc_free = loc_free,
+    .top_size = sizeof(struct static_top),
+    .top_init = top_init,
+    .watch_files = watch_files,
 };

@@ -1,12 +1,17 @@
 /* static_conf.h — the static file handler's settings: its directives (index, directory_listing,
  * hidden_files, follow_symlinks, precompressed, etag, spa_fallback, cache_control, expires,
- * error_page, default_type, clean_urls, trailing_slash, cache_policy) and its block in every location (conf/handler_conf.h), inherited
- * location <- site <- top level <- the defaults here. */
+ * error_page, default_type, clean_urls, trailing_slash, cache_policy) and its block in every
+ * location (conf/handler_conf.h), inherited location <- site <- top level <- the defaults
+ * here; and its process-wide block (mime_types, file_cache_entries, file_cache_size,
+ * file_cache_valid). */
 #ifndef LF_STATIC_CONF_H
 #define LF_STATIC_CONF_H
 
+#include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "conf/config.h"
 #include "conf/site.h"
 
 #define STATIC_MAX_INDEX 8
@@ -22,6 +27,14 @@ enum trailing_slash { SLASH_KEEP = 0, SLASH_ADD = 1, SLASH_REMOVE = 2 };
 struct error_page {
     int status;
     char *path;               /* URL path under the location's root, e.g. /404.html */
+};
+
+/* The process-wide settings: one per configuration. */
+struct static_top {
+    char mime_file[PATH_MAX];  /* mime_types: "" = the built-in table only */
+    unsigned file_cache_entries;
+    size_t file_cache_size;    /* bytes of cached content and headers */
+    unsigned file_cache_valid; /* ms between revalidations of an entry */
 };
 
 /* A location's settings; -1 / NULL while unset during loading. */
@@ -45,12 +58,21 @@ struct static_conf {
 };
 
 extern const struct handler_conf_ops static_conf_ops;
+/* The handler type (static_file.c), for the registry (handlers/registry.c). */
+struct handler_ops;
+extern const struct handler_ops static_file_handler;
 extern unsigned static_conf_slot;
 
 /* A location's static settings (complete once the configuration is loaded). */
 static inline const struct static_conf *static_conf(const struct loc_conf *lc)
 {
     return lc->handler_conf[static_conf_slot];
+}
+
+/* The process-wide static settings of a configuration. */
+static inline const struct static_top *static_top(const struct config *cfg)
+{
+    return cfg->handler_conf[static_conf_slot];
 }
 
 #endif

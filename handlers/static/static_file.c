@@ -77,18 +77,20 @@ static int static_generation_init(const struct handler_env *env, void **state, c
     if (!g)
         return -1;
     *state = g;
-    g->mime = mime_table_load(rt->cfg.mime_file[0] ? rt->cfg.mime_file : NULL, err, errlen);
+    const struct static_top *st = static_top(&rt->cfg);
+    g->mime = mime_table_load(st->mime_file[0] ? st->mime_file : NULL, err, errlen);
     if (!g->mime)
         return -1;
-    g->fc = fc_create(rt->cfg.file_cache_entries, rt->cfg.file_cache_size,
-                      rt->cfg.file_cache_valid, g->mime);
+    g->fc = fc_create(st->file_cache_entries, st->file_cache_size, st->file_cache_valid,
+                      g->mime);
     if (!g->fc) {
         snprintf(err, errlen, "lfhttpd: out of memory");
         return -1;
     }
     rt->serve_error_page = static_error_page; /* every location's error_page is a static file */
+    rt->error_page_state = g;
     if (any_compress_dynamic(rt)) { /* its counters live with the compressor */
-        if (!compress_process_start(env->process, err, errlen))
+        if (!(rt->stream_filter_state = compress_process_start(env->process, err, errlen)))
             return -1;
         rt->stream_filter = &compress_stream_filter;
     }
@@ -105,9 +107,9 @@ static void static_generation_free(void *state)
     free(g);
 }
 
-struct file_cache *static_file_cache(const struct runtime *rt)
+struct file_cache *static_file_cache(const void *generation)
 {
-    const struct static_generation *g = handler_generation_state(rt, &static_file_handler);
+    const struct static_generation *g = generation;
     return g ? g->fc : NULL;
 }
 
@@ -230,12 +232,12 @@ static void resp_add_encoded_path(struct response *r, const char *path, size_t l
 {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)path[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            strchr("-._~/!$&'()*+,;=:@", c)) {
+        if (hex_pct_keeps(c, "/!$&'()*+,;=:@")) {
             resp_add(r, (const char *)&path[i], 1);
         } else {
-            char esc[3] = { '%', hex_upper(c >> 4), hex_upper(c) };
-            resp_add(r, esc, 3);
+            char esc[3];
+            hex_pct(c, esc);
+            resp_add(r, esc, sizeof(esc));
         }
     }
 }
@@ -355,7 +357,7 @@ static int static_error_page(struct exchange *ex, int status)
         if (sc->error_pages[i].status != status)
             continue;
         const char *p = sc->error_pages[i].path;
-        struct fc_entry *e = fc_get(static_file_cache(ex->rt), lc, p, strlen(p));
+        struct fc_entry *e = fc_get(static_file_cache(ex->rt->error_page_state), lc, p, strlen(p));
         if (!e)
             return -ENOENT;
         if (e->kind != FC_FILE) {

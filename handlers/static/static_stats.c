@@ -28,10 +28,10 @@ static void cache_stats(const struct fc_stats *fc, struct stats_writer *w)
 void static_file_stats(void *process, void *generation, const struct runtime *rt,
                        struct stats_writer *w)
 {
-    (void)generation;
+    (void)rt;
     struct fc_stats fc;
     memset(&fc, 0, sizeof(fc));
-    struct file_cache *c = static_file_cache(rt);
+    struct file_cache *c = static_file_cache(generation);
     if (c)
         fc_get_stats(c, &fc);
     cache_stats(&fc, w);

@@ -9,6 +9,7 @@
 #include "acme/client.h"
 #include "acme/schedule.h"
 #include "acme/store.h"
+#include "base/clock.h"
 #include "http/http_date.h"
 #include "log/log.h"
 
@@ -39,9 +40,6 @@
 #define LOCK_WAIT_S 120
 /* A wait is cut into slices of at most this, so a changed wall clock is noticed. */
 #define WAIT_SLICE_S 3600
-#define MS_PER_S 1000
-#define NS_PER_MS 1000000L
-#define NS_PER_S 1000000000L
 /* ARI: how often to ask the CA for its renewal window (RFC 9773 4.3: its Retry-After,
  * within these bounds; six hours when it gives none). */
 #define ARI_POLL_DEFAULT_S (6 * 3600)
@@ -167,16 +165,9 @@ static bool stopping(void)
 /* Wait ms or until stop (or renew, when `for_renew`); false when stopping. */
 static bool wait_ms(unsigned ms, bool for_renew)
 {
-    struct timespec ts;
+    struct timespec ts = clock_deadline_ts(ms);
     bool stop;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / MS_PER_S;
-    ts.tv_nsec += (long)(ms % MS_PER_S) * NS_PER_MS;
-    if (ts.tv_nsec >= NS_PER_S) {
-        ts.tv_sec++;
-        ts.tv_nsec -= NS_PER_S;
-    }
     pthread_mutex_lock(&A.lock);
     while (!A.stop && !(for_renew && A.renew))
         if (pthread_cond_timedwait(&A.cond, &A.lock, &ts) == ETIMEDOUT)
@@ -556,7 +547,7 @@ static int attempt(struct attempt *at, bool force)
     int lock, waited, rc;
 
     for (waited = 0; (lock = store_trylock(A.s.state_dir)) == -EWOULDBLOCK; waited++)
-        if (waited >= LOCK_WAIT_S || !wait_ms(MS_PER_S, false))
+        if (waited >= LOCK_WAIT_S || !wait_ms(CLOCK_MS_PER_S, false))
             return attempt_fail(at, "%s is locked by another process", A.s.state_dir);
     if (lock < 0)
         return attempt_fail(at, "%s: cannot lock: %s", A.s.state_dir, strerror(-lock));
@@ -646,7 +637,7 @@ static void *acme_main(void *arg)
         now = time(NULL);
         if (!asked && now < next) {
             time_t d = next - now > WAIT_SLICE_S ? WAIT_SLICE_S : next - now;
-            if (!wait_ms((unsigned)d * MS_PER_S, true))
+            if (!wait_ms((unsigned)d * CLOCK_MS_PER_S, true))
                 break;
             continue;
         }

@@ -11,6 +11,7 @@
 #include "acme/https.h"
 #include "acme/jws.h"
 #include "acme/schedule.h"
+#include "base/clock.h"
 #include "base/version.h"
 #include "log/log.h"
 
@@ -42,7 +43,6 @@
 #define POLL_MIN_MS 500
 #define POLL_MAX_S 10
 #define POLL_TOTAL_S 300
-#define MS_PER_S 1000
 #define HTTP_OK 200
 #define HTTP_CREATED 201
 #define HTTP_NO_CONTENT 204
@@ -190,8 +190,8 @@ static int transfer(struct acme_client *c, const char *url, const char *body, bo
         .body_len = body ? strlen(body) : 0,
         .ca_bundle = c->s->ca_bundle,
         .allow_http = c->s->test_ca,
-        .connect_ms = CONNECT_TIMEOUT_S * MS_PER_S,
-        .total_ms = TRANSFER_TIMEOUT_S * MS_PER_S,
+        .connect_ms = CONNECT_TIMEOUT_S * CLOCK_MS_PER_S,
+        .total_ms = TRANSFER_TIMEOUT_S * CLOCK_MS_PER_S,
         .stopping = c->env->stopping,
     };
     if (https_exchange(&rq, &ops, &r->status, err, sizeof(err)) < 0)
@@ -431,9 +431,9 @@ static const char *const CHALLENGE_TYPE[] = {
 static bool poll_wait(struct acme_client *c, const struct reply *r, time_t deadline)
 {
     long s = schedule_retry_after(r->retry_after, time(NULL), POLL_MAX_S);
-    unsigned ms = s > 0 ? (unsigned)s * MS_PER_S : POLL_MIN_MS;
+    unsigned ms = s > 0 ? (unsigned)s * CLOCK_MS_PER_S : POLL_MIN_MS;
 
-    if (time(NULL) + (time_t)(ms / MS_PER_S) > deadline) {
+    if (time(NULL) + (time_t)(ms / CLOCK_MS_PER_S) > deadline) {
         fail(c, "the CA took longer than %d s", POLL_TOTAL_S);
         return false;
     }

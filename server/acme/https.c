@@ -2,6 +2,7 @@
 #include "acme/https.h"
 
 #include "base/clock.h"
+#include "base/hostport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -76,31 +77,20 @@ static int parse_url(const char *s, bool allow_http, struct url *u)
     } else {
         return -1;
     }
-    size_t hlen;
-    const char *end;
-    if (*p == '[') { /* [IPv6] */
-        end = strchr(p, ']');
-        if (!end)
-            return -1;
-        hlen = (size_t)(end - p - 1);
-        p++;
-        end++;
-    } else {
-        hlen = strcspn(p, ":/?#");
-        end = p + hlen;
-    }
-    if (hlen == 0 || hlen > HOST_MAX)
+    const char *end = p + strcspn(p, "/?#"); /* the authority: host[:port], [IPv6][:port] */
+    struct hostport hp;
+    if (!hostport_split(p, (size_t)(end - p), &hp) || hp.name.len == 0 ||
+        hp.name.len > HOST_MAX)
         return -1;
-    memcpy(u->host, p, hlen);
-    u->host[hlen] = '\0';
+    memcpy(u->host, hp.name.ptr, hp.name.len);
+    u->host[hp.name.len] = '\0';
     snprintf(u->port, sizeof(u->port), "%s", u->tls ? "443" : "80");
-    if (*end == ':') {
-        size_t n = strspn(end + 1, "0123456789");
-        if (n == 0 || n >= sizeof(u->port))
+    if (hp.port.ptr) {
+        size_t n = hp.port.len;
+        if (n == 0 || n >= sizeof(u->port) || strspn(hp.port.ptr, "0123456789") < n)
             return -1;
-        memcpy(u->port, end + 1, n);
+        memcpy(u->port, hp.port.ptr, n);
         u->port[n] = '\0';
-        end += 1 + n;
     }
     if (*end && *end != '/')
         return -1;
@@ -216,11 +206,7 @@ static struct addrinfo *resolve(struct conn *c, const struct url *u)
         int64_t left = c->deadline - clock_now_ms();
         if ((c->rq->stopping && c->rq->stopping()) || left <= 0)
             break;
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        int64_t ns = until.tv_nsec + (left < SLICE_MS ? left : SLICE_MS) * 1000000;
-        until.tv_sec += ns / 1000000000;
-        until.tv_nsec = ns % 1000000000;
+        struct timespec until = clock_deadline_ts((uint64_t)(left < SLICE_MS ? left : SLICE_MS));
         pthread_cond_timedwait(&l->done_cond, &l->lock, &until);
     }
     if (!l->done)

@@ -49,4 +49,14 @@ static inline uint64_t clock_exact_ns(void)
     return clock_ns_on(CLOCK_MONOTONIC);
 }
 
+/* The exact clock `ms` milliseconds from now, as a timespec: the deadline of a
+ * pthread_cond_timedwait() whose condition variable waits on CLOCK_MONOTONIC
+ * (pthread_condattr_setclock). */
+static inline struct timespec clock_deadline_ts(uint64_t ms)
+{
+    uint64_t ns = clock_exact_ns() + ms * CLOCK_NS_PER_MS;
+    return (struct timespec){ .tv_sec = (time_t)(ns / CLOCK_NS_PER_S),
+                              .tv_nsec = (long)(ns % CLOCK_NS_PER_S) };
+}
+
 #endif

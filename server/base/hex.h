@@ -5,6 +5,7 @@
 #define LF_HEX_H
 
 #include <stdbool.h>
+#include <string.h>
 
 #define HEX_DIGIT_BITS 4
 #define HEX_DIGIT_MASK 15
@@ -43,6 +44,24 @@ static inline int hex_pair(const char *p)
 {
     int hi = hex_value((unsigned char)p[0]), lo = hex_value((unsigned char)p[1]);
     return hi < 0 || lo < 0 ? -1 : hi << HEX_DIGIT_BITS | lo;
+}
+
+/* Percent-encoding (RFC 3986 section 2.1), one byte at a time, for every writer of a URI (a
+ * redirect's Location, a rule's target, a listing's links): does `c` stay as it is, being
+ * unreserved (ALPHA, DIGIT, '-', '.', '_', '~') or one of `also` (the caller's delimiters that
+ * mean nothing where it writes)? */
+static inline bool hex_pct_keeps(unsigned char c, const char *also)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && (strchr("-._~", c) || strchr(also, c)));
+}
+
+/* The escape of a byte that does not stay: "%XX", upper-case digits, into out[0..3). */
+static inline void hex_pct(unsigned char c, char out[3])
+{
+    out[0] = '%';
+    out[1] = hex_upper(c >> HEX_DIGIT_BITS);
+    out[2] = hex_upper(c);
 }
 
 #endif

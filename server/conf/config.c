@@ -33,9 +33,6 @@ int config_defaults(struct config *cfg)
     cfg->http.max_uri_length = 8 * 1024;
     cfg->http.max_body_size = 1024 * 1024;
     cfg->max_connections = 10000;
-    cfg->file_cache_entries = 10000;
-    cfg->file_cache_size = 64 * 1024 * 1024;
-    cfg->file_cache_valid = 1000;
     cfg->timeout_handshake = 10000;
     cfg->tls_session_cache = 20480;
     cfg->tls_session_timeout = 3600000;

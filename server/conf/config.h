@@ -28,7 +28,6 @@ struct config {
     struct listen_addr listen[CONFIG_MAX_LISTEN];
     unsigned nlisten;
     struct site_set sites;  /* sites[0] is the top level: the default site */
-    char mime_file[PATH_MAX]; /* "" = built-in table only */
     unsigned threads;       /* 0 while parsing = auto; resolved by config_from_args */
     char threads_reason[PATH_MAX + 256]; /* how `threads` was chosen (the log, /server-status) */
     int batch;              /* events taken per epoll_wait by the leader */
@@ -63,11 +62,6 @@ struct config {
     unsigned limit_conn_per_ip;     /* connections one client holds at once; 0 = off */
     struct cidr_list limit_allow;   /* clients that are never limited */
     unsigned limit_table_size;      /* entries of the table; 0 = 4 x max_connections */
-
-    /* Open-file cache. */
-    unsigned file_cache_entries;
-    size_t file_cache_size;    /* bytes of cached content and headers */
-    unsigned file_cache_valid; /* ms between revalidations of an entry */
 
     /* Timeouts in milliseconds. */
     /* A request head must arrive within timeout_header of its first byte; every

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "conf/acme_conf.h"
 #include "conf/config.h"
 #include "conf/handler_conf.h"
@@ -24,7 +25,6 @@
 #include "lf/thread_pool.h"
 #include "log/diag.h"
 
-#define NS_PER_S UINT64_C(1000000000)
 /* The highest rate limit_req_per_ip takes, per second or per minute. */
 #define RATE_MAX 1000000
 
@@ -233,7 +233,7 @@ int directive_onoff(const struct directive *d, const struct dir_ctx *x, char **a
     return 0;
 }
 
-/* A file name, checked now: readable (mime_types, tls_passphrase_file), what a check
+/* A file name (tls_passphrase_file and others), checked now: what a check
  * registered from above says (tls_session_ticket_key_file: a valid key file), or writable for a
  * log (access_log, error_log; "off", "stdout", "stderr" are not files). */
 static int d_path(const struct directive *d, const struct dir_ctx *x, char **args, int nargs)
@@ -262,9 +262,6 @@ static int d_path(const struct directive *d, const struct dir_ctx *x, char **arg
                 return -1;
             }
         }
-    } else if (!strcmp(d->name, "mime_types") && access(v, R_OK) < 0) {
-        diag("%s: mime_types %s: %s\n", x->where, v, strerror(errno));
-        return -1;
     } else if (registered_check(d, x, v) < 0) {
         return -1;
     }
@@ -605,9 +602,9 @@ int directive_parse_rate(const char *s, uint64_t *interval_ns)
         return -1;
     uint64_t per;
     if (!strcmp(end, "r/s"))
-        per = NS_PER_S;
+        per = CLOCK_NS_PER_S;
     else if (!strcmp(end, "r/m"))
-        per = 60 * NS_PER_S;
+        per = 60 * CLOCK_NS_PER_S;
     else
         return -1;
     *interval_ns = per / n;
@@ -698,7 +695,6 @@ static const struct directive directive_table[] = {
     { "trusted_proxies", IN_TOP, 1, 0, "one or more addresses or CIDR ranges", d_cidrs,
       TOP(trusted_proxies), 0, 0, 0, 0 },
     { "real_ip_header", IN_TOP, ONE, d_real_ip, 0, 0, 0, 0, 0 },
-    { "mime_types", IN_TOP, ONE, d_path, TOP(mime_file), 0, 0, 0, 0 },
     /* process-wide: limits, the open-file cache, timeouts */
     { "max_request_head", IN_TOP, ONE, directive_number,
       NUM(TOP(http.max_head_size), F_SIZE, U_SIZE, 1024, 64 * 1024) },
@@ -719,12 +715,6 @@ static const struct directive directive_table[] = {
       TOP(limit_allow), 0, 0, 0, 0 },
     { "limit_table_size", IN_TOP, ONE, d_auto,
       NUM(TOP(limit_table_size), F_UNSIGNED, U_COUNT, 1024, 1u << 26) },
-    { "file_cache_entries", IN_TOP, ONE, directive_number,
-      NUM(TOP(file_cache_entries), F_UNSIGNED, U_COUNT, 64, 10000000) },
-    { "file_cache_size", IN_TOP, ONE, directive_number,
-      NUM(TOP(file_cache_size), F_SIZE, U_SIZE, 0, UINT64_C(1) << 40) },
-    { "file_cache_valid", IN_TOP, ONE, directive_number,
-      NUM(TOP(file_cache_valid), F_UNSIGNED, U_MS, 0, DAY_MS) },
     { "timeout_header", IN_TOP, ONE, directive_number,
       NUM(TOP(timeout_header), F_UNSIGNED, U_MS, 1, DAY_MS) },
     { "timeout_header_max", IN_TOP, ONE, directive_number,

@@ -149,3 +149,11 @@ int conf_finish(struct config *cfg)
             return -1;
     return 0;
 }
+
+void conf_watch_files(const struct config *cfg, void (*fn)(const char *path, void *arg),
+                      void *arg)
+{
+    for (unsigned i = 0; i < ntypes; i++)
+        if (types[i]->watch_files && cfg->handler_conf[i])
+            types[i]->watch_files(cfg->handler_conf[i], fn, arg);
+}

@@ -15,7 +15,8 @@
 #include <stddef.h>
 
 /* Slots for handler types: in a location's and a configuration's settings (here), in a
- * runtime (runtime.h), in the server (server.h) and in the handler registry (handler.h). */
+ * runtime (runtime.h), in the server (server.h) and in the handler registry
+ * (handlers/registry.h). */
 #define HANDLER_TYPES_MAX 8
 
 struct config;
@@ -54,6 +55,10 @@ struct handler_conf_ops {
     /* After the file and the command line, before inheritance (optional): e.g. add built-in
      * locations. Returns 0 or -1 (message printed). */
     int (*finish)(struct config *cfg, const void *top);
+    /* The files its process-wide settings name that a change of should reload the
+     * configuration under reload_on_change (optional): fn(path) for each (the static type's
+     * mime_types). */
+    void (*watch_files)(const void *top, void (*fn)(const char *path, void *arg), void *arg);
 };
 
 /* Register a handler type's configuration (idempotent: a type registered already keeps its
@@ -84,5 +89,9 @@ void conf_loc_free(struct loc_conf *lc);
 int conf_top_init(struct config *cfg);
 void conf_top_free(struct config *cfg);
 int conf_finish(struct config *cfg);
+/* Every registered type's watch_files(): the files of `cfg` the config watch follows besides
+ * the core's (daemon/watch.c). */
+void conf_watch_files(const struct config *cfg, void (*fn)(const char *path, void *arg),
+                      void *arg);
 
 #endif

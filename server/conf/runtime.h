@@ -37,9 +37,11 @@ struct runtime {
     /* The location's own error page for `status`, when a handler type provides them (the
      * static one): 0 when sent, -ENOENT when there is none, or -errno (connection failed). */
     int (*serve_error_page)(struct exchange *ex, int status);
+    void *error_page_state;     /* the type's, for serve_error_page (its generation state) */
     /* The filter of streamed response bodies, when a handler type provides one (the static
      * one's dynamic compression, exchange.h), or NULL. */
     const struct ex_filter_ops *stream_filter;
+    void *stream_filter_state;  /* the type's, for the filter (the compressor: process-wide) */
     /* Handler types' state for this generation, and how each is freed (handler.h). */
     void *handler_state[HANDLER_TYPES_MAX];
     void (*handler_free[HANDLER_TYPES_MAX])(void *state);

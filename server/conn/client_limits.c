@@ -19,7 +19,6 @@
 #include "conf/site.h"
 
 #define NIL UINT32_MAX
-#define NS_PER_S UINT64_C(1000000000)
 #define TABLE_MIN 1024
 #define TABLE_MAX (1u << 26)
 
@@ -48,7 +47,7 @@ bool limit_gcra(uint64_t *tat, uint64_t now, uint64_t interval, unsigned burst, 
 
 unsigned limit_retry_after(uint64_t wait_ns)
 {
-    uint64_t s = (wait_ns + NS_PER_S - 1) / NS_PER_S;
+    uint64_t s = (wait_ns + CLOCK_NS_PER_S - 1) / CLOCK_NS_PER_S;
     return s < 1 ? 1 : s > 86400 ? 86400 : (unsigned)s;
 }
 
@@ -260,23 +259,43 @@ static void entry_settle(struct limit_shard *s, uint32_t i, uint64_t now,
 
 static bool log_due(uint32_t *logged, uint64_t now)
 {
-    uint32_t sec = (uint32_t)(now / NS_PER_S) + 1;
+    uint32_t sec = (uint32_t)(now / CLOCK_NS_PER_S) + 1;
     if (*logged && sec - *logged < LIMIT_LOG_INTERVAL_S)
         return false;
     *logged = sec;
     return true;
 }
 
-enum limit_result limit_acquire(struct limit_table *t, const struct in6_addr *key, uint32_t rule,
-                                unsigned max, uint64_t now_ns, uint32_t *slot, bool *log)
+/* The shard of (key, rule), locked, and *i the entry's index in it (found or made; NIL when
+ * the shard is full: fail open). The caller unlocks it with shard_unlock(). */
+static struct limit_shard *shard_lock(struct limit_table *t, const struct in6_addr *key,
+                                      uint32_t rule, uint32_t *i)
 {
     uint64_t h = hash_of(t, key, rule);
     struct limit_shard *s = &t->shard[h & (LIMIT_SHARDS - 1)];
+    pthread_mutex_lock(&s->lock);
+    *i = entry_get(t, s, h, key, rule);
+    return s;
+}
+
+/* Unlock the shard and count a failure to open an entry; returns r. */
+static enum limit_result shard_unlock(struct limit_table *t, struct limit_shard *s,
+                                      enum limit_result r)
+{
+    pthread_mutex_unlock(&s->lock);
+    if (r == LIMIT_FAIL_OPEN)
+        count(&t->fail_open);
+    return r;
+}
+
+enum limit_result limit_acquire(struct limit_table *t, const struct in6_addr *key, uint32_t rule,
+                                unsigned max, uint64_t now_ns, uint32_t *slot, bool *log)
+{
     enum limit_result r = LIMIT_PASS;
     *slot = LIMIT_NONE;
     *log = false;
-    pthread_mutex_lock(&s->lock);
-    uint32_t i = entry_get(t, s, h, key, rule);
+    uint32_t i;
+    struct limit_shard *s = shard_lock(t, key, rule, &i);
     if (i == NIL) {
         r = LIMIT_FAIL_OPEN;
     } else if (s->e[i].conns >= max) {
@@ -292,10 +311,7 @@ enum limit_result limit_acquire(struct limit_table *t, const struct in6_addr *ke
     }
     if (i != NIL && r == LIMIT_OVER)
         entry_settle(s, i, now_ns, t); /* max 0 on a new entry: keep nothing */
-    pthread_mutex_unlock(&s->lock);
-    if (r == LIMIT_FAIL_OPEN)
-        count(&t->fail_open);
-    return r;
+    return shard_unlock(t, s, r);
 }
 
 void limit_release(struct limit_table *t, uint32_t *slot, uint64_t now_ns)
@@ -319,13 +335,11 @@ enum limit_result limit_take(struct limit_table *t, const struct in6_addr *key, 
                              uint64_t interval_ns, unsigned burst, uint64_t now_ns,
                              uint64_t *wait_ns, bool *log)
 {
-    uint64_t h = hash_of(t, key, rule);
-    struct limit_shard *s = &t->shard[h & (LIMIT_SHARDS - 1)];
     enum limit_result r = LIMIT_PASS;
     *log = false;
     *wait_ns = 0;
-    pthread_mutex_lock(&s->lock);
-    uint32_t i = entry_get(t, s, h, key, rule);
+    uint32_t i;
+    struct limit_shard *s = shard_lock(t, key, rule, &i);
     if (i == NIL) {
         r = LIMIT_FAIL_OPEN;
     } else {
@@ -339,10 +353,7 @@ enum limit_result limit_take(struct limit_table *t, const struct in6_addr *key, 
             *log = log_due(&e->logged, now_ns);
         }
     }
-    pthread_mutex_unlock(&s->lock);
-    if (r == LIMIT_FAIL_OPEN)
-        count(&t->fail_open);
-    return r;
+    return shard_unlock(t, s, r);
 }
 
 /* ---- the server's checks --------------------------------------------------------------------- */
@@ -364,7 +375,7 @@ static const char *key_text(const struct in6_addr *key, char *buf, size_t cap)
 /* Fail open: let the client through, one line a minute for the whole table. */
 static void note_fail_open(struct limit_table *t, uint64_t now)
 {
-    uint64_t sec = now / NS_PER_S + 1, last = atomic_load_explicit(&t->fail_open_logged,
+    uint64_t sec = now / CLOCK_NS_PER_S + 1, last = atomic_load_explicit(&t->fail_open_logged,
                                                                   memory_order_relaxed);
     if (last && sec - last < LIMIT_LOG_INTERVAL_S)
         return;

@@ -10,7 +10,7 @@
 #include "exchange/access_log.h"
 #include "exchange/auth_basic.h"
 #include "conn/client_limits.h"
-#include "exchange/handler.h"
+#include "registry.h"
 #include "log/metrics.h"
 #include "conf/runtime.h"
 #include "base/clock.h"

@@ -29,7 +29,7 @@
 #include "exchange/access_log.h"
 #include "conn/acceptor.h"
 #include "conn/connection.h"
-#include "exchange/handler.h"
+#include "registry.h"
 #include "log/diag.h"
 #include "log/log.h"
 #include "conf/runtime.h"
@@ -772,6 +772,7 @@ const struct server_view_ops daemon_view_ops = {
     .ready = daemon_ready,
     .stopping = daemon_stopping,
     .handler_state = daemon_handler_state,
+    .handler_stats = handlers_stats,
 };
 
 void server_destroy(struct server *srv)

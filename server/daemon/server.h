@@ -80,7 +80,7 @@ struct server {
 
     /* Handler types' process-wide state (CGI's spawner and job counters, the static
      * handler's compressor), one slot per registered type, created by their instances and
-     * stopped and freed through the registry (handler.h) at exit. */
+     * stopped and freed through the registry (registry.h) at exit. */
     _Atomic(void *) handler_state[HANDLER_TYPES_MAX];
     /* Per-client limits (client_limits.h): made by the first generation that sets a limit,
      * then kept across reloads (every client's counts survive a SIGHUP); freed at exit. */

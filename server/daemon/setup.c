@@ -7,7 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "conf/directives.h"
-#include "exchange/handler.h"
+#include "registry.h"
 #include "exchange/site_access.h"
 #include "net/tls.h"
 

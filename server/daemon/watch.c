@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "conf/config.h"
+#include "conf/handler_conf.h"
 #include "lf/handle_set.h"
 #include "log/log.h"
 #include "conf/site.h"
@@ -238,6 +239,19 @@ static void add(struct config_watch *w, struct watched **files, unsigned *n, uns
     add_entry(w, files, n, cap, path, false);
 }
 
+/* conf_watch_files()'s callback: add(). */
+struct watch_add {
+    struct config_watch *w;
+    struct watched **files;
+    unsigned *n, *cap;
+};
+
+static void add_cb(const char *path, void *arg)
+{
+    struct watch_add *a = arg;
+    add(a->w, a->files, a->n, a->cap, path);
+}
+
 static bool wd_used(const struct watched *files, unsigned n, int wd)
 {
     for (unsigned i = 0; i < n; i++)
@@ -366,7 +380,8 @@ int watch_update(struct config_watch *w, const struct config *cfg, char *err, si
         add(w, &files, &n, &cap, cfg->config_file);
         for (unsigned i = 0; i < cfg->nconf_files; i++)
             add_entry(w, &files, &n, &cap, cfg->conf_files[i], cfg->conf_file_glob[i]);
-        add(w, &files, &n, &cap, cfg->mime_file);
+        struct watch_add wa = { w, &files, &n, &cap };
+        conf_watch_files(cfg, add_cb, &wa); /* the handler types' (the MIME table) */
         for (unsigned i = 0; i < cfg->ncerts; i++) {
             add(w, &files, &n, &cap, cfg->certs[i].cert);
             add(w, &files, &n, &cap, cfg->certs[i].key);

@@ -1,5 +1,6 @@
-/* handler.h — the application-service interface (static files, CGI, built-ins), and the
- * registry of handler types (registry.c).
+/* handler.h — the application-service interface (static files, CGI, built-ins). The handler
+ * types themselves and their registry live above this layer (handlers/registry.h): nothing
+ * here names one.
  *
  * A handler instance is created from configuration for one location and is immutable
  * afterwards: handle() runs concurrently on any pool thread, on that thread's stack, and must
@@ -13,10 +14,12 @@
  * defers and watches the script's pipes, pidfd and timer through the exchange.
  *
  * State a handler type keeps beyond one location lives with the server or with a
- * configuration generation, created and freed through the registry (the core never names a
- * handler type): process-wide state (CGI's spawner threads and counters) in a slot of the
- * server, per-generation state (the static handler's MIME table and open-file cache) in a slot
- * of the runtime. */
+ * configuration generation, created and freed through the registry (handlers/registry.h; the
+ * core never names a handler type): process-wide state (CGI's spawner threads and counters) in
+ * a slot of the server, per-generation state (the static handler's MIME table and open-file
+ * cache) in a slot of the runtime. A type that needs its state where it has only an exchange
+ * (an error page, a stream filter) leaves it in the runtime next to the hook it installs
+ * (runtime.h). */
 #ifndef LF_HANDLER_H
 #define LF_HANDLER_H
 
@@ -78,35 +81,5 @@ struct handler_ops {
     void (*stats)(void *process, void *generation, const struct runtime *rt,
                   struct stats_writer *w);
 };
-
-/* ---- the registry (registry.c) -------------------------------------------------------------- */
-
-extern const struct handler_ops static_file_handler;
-extern const struct handler_ops cgi_handler;
-extern const struct handler_ops status_handler;
-extern const struct handler_ops metrics_handler;
-extern const struct handler_ops health_handler;
-extern const struct handler_ops test_handler;
-
-/* Slots in the server and in a runtime: one per registered handler type, HANDLER_TYPES_MAX
- * (conf/handler_conf.h) of them. */
-
-/* Hand every type's configuration (directives, settings blocks) to conf/ and the check of
- * `handler NAME`: once, at start-up, before a configuration is read. */
-void handlers_register_conf(void);
-/* The handler type configuration calls `name` (NULL when unknown), and its slot. */
-const struct handler_ops *handler_lookup(const char *name, unsigned *slot);
-/* A type's process-wide state (NULL until an instance made it), and its state in `rt`. */
-void *handler_process_state(struct server *srv, const struct handler_ops *ops);
-void *handler_generation_state(const struct runtime *rt, const struct handler_ops *ops);
-/* Build every type's per-generation state for `rt`. Prints one line and returns -1 on failure
- * (what was built is freed with the runtime). */
-int handlers_generation_init(struct server *srv, struct runtime *rt);
-/* Every type's stats(), in registry order. */
-void handlers_stats(struct server *srv, const struct runtime *rt, struct stats_writer *w);
-/* At exit, after the pool has stopped: stop(), before the connections are freed ... */
-void handlers_stop(struct server *srv);
-/* ... and release(), at the very end. */
-void handlers_release(struct server *srv);
 
 #endif

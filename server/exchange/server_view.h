@@ -12,7 +12,9 @@
 #include "conn/client_limits.h"
 #include "conn/connection.h"
 
+struct runtime;
 struct server;
+struct stats_writer;
 
 /* What /server-status and /metrics show of the core, taken without stopping anything: the
  * per-thread counters (relaxed atomics, thread_pool.h) summed, the connections classified by
@@ -56,6 +58,10 @@ struct server_view_ops {
      * conf/handler_conf.h), created by their instances, stopped and freed through the
      * registry at exit. */
     _Atomic(void *) *(*handler_state)(struct server *srv, unsigned slot);
+    /* Every handler type's counters (handler.h: stats()), in registry order: what the status
+     * page and the metrics show of the handlers without naming one (the registry's
+     * handlers_stats, which sits above the handlers). */
+    void (*handler_stats)(struct server *srv, const struct runtime *rt, struct stats_writer *w);
 };
 
 struct server_view {
@@ -85,6 +91,12 @@ static inline bool server_stopping(struct server *srv)
 static inline _Atomic(void *) *server_handler_state(struct server *srv, unsigned slot)
 {
     return server_view_ops_of(srv)->handler_state(srv, slot);
+}
+
+static inline void server_handler_stats(struct server *srv, const struct runtime *rt,
+                                        struct stats_writer *w)
+{
+    server_view_ops_of(srv)->handler_stats(srv, rt, w);
 }
 
 #endif

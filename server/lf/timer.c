@@ -81,8 +81,8 @@ static void program(struct timer_heap *th)
     if (due) {
         if (due < 1)
             due = 1; /* 0 would disarm */
-        its.it_value.tv_sec = due / TIMER_MS_PER_SEC;
-        its.it_value.tv_nsec = (long)(due % TIMER_MS_PER_SEC) * TIMER_NS_PER_MS;
+        its.it_value.tv_sec = due / CLOCK_MS_PER_S;
+        its.it_value.tv_nsec = (long)(due % CLOCK_MS_PER_S) * CLOCK_NS_PER_MS;
     }
     if (timerfd_settime(th->eh.fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
         log_error("timerfd_settime: %s", strerror(errno));

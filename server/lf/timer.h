@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "lf/event_handler.h"
 
 struct handle_set;
@@ -40,17 +41,11 @@ struct timer_heap {
     int64_t programmed;          /* deadline the timerfd is set to, 0 = disarmed */
 };
 
-#define TIMER_MS_PER_SEC 1000
-#define TIMER_NS_PER_MS 1000000
-
-/* The timers' clock, in milliseconds: CLOCK_MONOTONIC (the clock of the timerfd they are
- * programmed into), not the coarse clock: delays are exact. Inline: a deferral reads it per
- * wait. */
+/* The timers' clock, in milliseconds: the exact clock (base/clock.h; CLOCK_MONOTONIC, the clock
+ * of the timerfd they are programmed into), not the coarse one: delays are exact. */
 static inline int64_t timer_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * TIMER_MS_PER_SEC + ts.tv_nsec / TIMER_NS_PER_MS;
+    return clock_exact_ms();
 }
 
 /* Create the timerfd and register it in `hs`. Returns 0 or -errno. */

@@ -15,6 +15,8 @@
 
 #include "net/send_probe.h"
 
+#include "base/clock.h"
+
 #define CHUNK_SENDFILE (256 * 1024) /* as connection.c's SENDFILE_CHUNK */
 #define CHUNK_COPY (64 * 1024)      /* as connection.c's COPY_CHUNK */
 
@@ -24,13 +26,6 @@ struct rig {
     char *sink;                     /* the receiver's, CHUNK_COPY */
     uint64_t deadline;              /* monotonic ns */
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The receiving end: read what is there (waiting up to 1 ms for the first bytes when
  * `wait`). Returns the bytes read. */
@@ -56,10 +51,10 @@ static uint64_t send_once(struct rig *r, size_t size, bool copy)
     uint64_t spent = 0;
     size_t sent = 0, read_back = 0;
     while (sent < size) {
-        if (now_ns() > r->deadline)
+        if (clock_exact_ns() > r->deadline)
             return 0;
         ssize_t n;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = clock_exact_ns();
         if (copy) {
             size_t want = size - sent < CHUNK_COPY ? size - sent : CHUNK_COPY;
             n = pread(r->file, r->buf, want, (off_t)sent);
@@ -70,7 +65,7 @@ static uint64_t send_once(struct rig *r, size_t size, bool copy)
             n = sendfile(r->tx, r->file, &off, size - sent < CHUNK_SENDFILE ? size - sent
                                                                           : CHUNK_SENDFILE);
         }
-        spent += now_ns() - t0;
+        spent += clock_exact_ns() - t0;
         if (n > 0)
             sent += (size_t)n;
         else if (n == 0 || errno != EAGAIN)
@@ -78,7 +73,7 @@ static uint64_t send_once(struct rig *r, size_t size, bool copy)
         else
             read_back += drain(r, read_back == sent);
     }
-    while (read_back < size && now_ns() <= r->deadline)
+    while (read_back < size && clock_exact_ns() <= r->deadline)
         read_back += drain(r, true);
     return read_back == size ? spent : 0;
 }
@@ -196,7 +191,7 @@ const struct send_probe *send_probe_run(void)
     if (ran)
         return &result;
     ran = true;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = clock_exact_ns();
     result.l3_kib = l3_kib();
     result.min_size = 0;
     struct rig r = { .tx = -1, .rx = -1, .file = -1,
@@ -219,7 +214,7 @@ const struct send_probe *send_probe_run(void)
     if (r.file >= 0)
         close(r.file);
     free(r.buf);
-    result.elapsed_ms = (unsigned)((now_ns() - t0) / 1000000u);
+    result.elapsed_ms = (unsigned)((clock_exact_ns() - t0) / CLOCK_NS_PER_MS);
     return &result;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "http/path.h"
 #include "rules/rules_internal.h"
 
@@ -531,29 +532,26 @@ static bool rules_control(unsigned char c, bool tab_ok)
     return (c < 0x20 && !(tab_ok && c == '\t')) || c == 0x7f;
 }
 
-/* Bytes a captured path value may keep in a URI: unreserved, and the sub-delimiters and ':'
- * '@' '/' that mean nothing in a query either. Everything else is percent-encoded. */
-static bool rules_uri_plain(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c != '\0' && strchr("-._~!$'()*,:@/", c) != NULL);
-}
+/* Bytes a captured path value may keep in a URI besides the unreserved ones: the
+ * sub-delimiters and ':' '@' '/' that mean nothing in a query either. Everything else is
+ * percent-encoded. */
+#define RULES_URI_KEEPS "!$'()*,:@/"
 
 /* A captured path value: percent-encoded for a URI, or as it is for a header value. */
 static int rules_put_path_value(struct rules_out *o, const char *s, size_t len, bool header)
 {
-    static const char hex[] = "0123456789ABCDEF";
-
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
+        char esc[3];
         int rc;
         if (rules_control(c, header))
             return -EINVAL;
-        if (header || rules_uri_plain(c))
+        if (header || hex_pct_keeps(c, RULES_URI_KEEPS)) {
             rc = rules_put(o, s + i, 1);
-        else
+        } else {
+            hex_pct(c, esc);
             rc = rules_put(o, esc, sizeof(esc));
+        }
         if (rc < 0)
             return rc;
     }

@@ -239,3 +239,21 @@ def test_head_listing(tmpdir):
     h = get(s, "/pub/", "HEAD")
     assert h.status == 200 and h.body == b""
     assert h.header("Content-Type") == g.header("Content-Type")
+
+
+def test_json_listing_is_valid_json_for_any_file_name(tmpdir):
+    """A name that is not valid UTF-8 (the file system allows any byte but '/' and NUL) still
+    gives a listing that is UTF-8 JSON: the stray byte stands as U+FFFD, a control character
+    is escaped, valid UTF-8 and '<' '"' come back as they were."""
+    root = os.path.join(str(tmpdir), "odd")
+    os.makedirs(os.path.join(root, "pub"))
+    for name in (b"bad\xff.txt", b"tab\there.txt", "h\u00e9<\"x\".txt".encode()):
+        with open(os.path.join(root.encode(), b"pub", name), "wb") as f:
+            f.write(b"x")
+    s = ConfServer(tmpdir, "location /pub/ {\n    directory_listing on\n}\n", root=root)
+    r = get(s, "/pub/", headers={"Accept": "application/json"})
+    assert r.status == 200, r.status
+    data = json.loads(r.body.decode("utf-8"))
+    entries = data if isinstance(data, list) else data.get("entries") or data.get("files")
+    names = sorted(e["name"] for e in entries)
+    assert names == sorted(["bad\ufffd.txt", "tab\there.txt", "h\u00e9<\"x\".txt"]), names

@@ -1,23 +1,59 @@
-"""The structure: every include in server/ and handlers/ points down the folder map, no
-function there is longer than 80 lines, and every file there has its row in
+"""The structure: every include and every call in server/ and handlers/ points down the folder
+map, no function there is longer than 80 lines, and every file there has its row in
 docs/ARCHITECTURE.md.
 
-tools/layers.py prints the map (--map) and lists each include that points up or sideways; the
-suite fails while it lists any, so a new upward include is caught where it is written.
+tools/layers.py prints the map (--map) and lists each include that points up or sideways, and
+(--objects) each symbol an object file uses that a folder above it defines; the suite fails
+while it lists any, so a new upward include or call is caught where it is written.
 """
 
 import os
 import subprocess
 import sys
+import textwrap
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def layers(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "layers.py")] + list(args),
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
 def test_layers_point_down():
-    r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "layers.py")],
-                       cwd=REPO, capture_output=True, text=True, timeout=60)
+    """Includes from the sources, calls from the objects of the build under test."""
+    build = os.environ.get("LFHTTPD_BUILD", "build")
+    objdir = build if os.path.isabs(build) else os.path.join(REPO, build)
+    r = layers("--objects", os.path.join(objdir, "obj"))
     assert r.returncode == 0, "tools/layers.py exit %d:\n%s%s" % (r.returncode, r.stdout,
                                                                    r.stderr)
+    assert "every include points down" in r.stdout, r.stdout
+    assert "every call points down" in r.stdout, r.stdout
+
+
+def test_symbol_check_fails_on_an_upward_call(tmp_path):
+    """A listing in which handlers/compress uses a symbol handlers/static defines (an extern
+    declared in a lower header: the includes alone look fine) fails the check and names the
+    use; the same listing without that use passes."""
+    down = textwrap.dedent("""\
+        handlers/static/static_file.o: static_file_handler D 0000000000000000 0000000000000068
+        handlers/static/static_file.o: compress_process_start U
+        handlers/compress/compressor.o: compress_process_start T 0000000000000100 0000000000000020
+        handlers/compress/compressor.o: malloc U
+        server/base/clock.o: clock_ms T 0000000000000000 0000000000000010
+        handlers/compress/compress_stream.o: clock_ms U
+        """)
+    up = down + "handlers/compress/compress_stream.o: static_file_handler U\n"
+    ok, bad = tmp_path / "down.nm", tmp_path / "up.nm"
+    ok.write_text(down)
+    bad.write_text(up)
+    r = layers("--nm", str(ok))
+    assert r.returncode == 0 and "every call points down" in r.stdout, r.stdout + r.stderr
+    r = layers("--nm", str(bad))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("handlers/compress/compress_stream.o: uses static_file_handler, defined in "
+            "handlers/static/") in r.stdout, r.stdout
+    assert "1 upward call(s)" in r.stdout, r.stdout
 
 
 def test_no_function_over_80_lines():

@@ -56,5 +56,13 @@ int main(void)
     after = clock_exact_ms();
     ok(before - SLACK_MS <= c && c <= after, "the coarse clock is at most a tick behind (%lld ms)",
        (long long)(before - c));
+
+    /* A deadline on the exact clock, normalised: between now + ms read before and after. */
+    uint64_t lo = clock_exact_ns() + 1500 * (uint64_t)CLOCK_NS_PER_MS;
+    struct timespec ts = clock_deadline_ts(1500);
+    uint64_t hi = clock_exact_ns() + 1500 * (uint64_t)CLOCK_NS_PER_MS;
+    uint64_t at = (uint64_t)ts.tv_sec * CLOCK_NS_PER_S + (uint64_t)ts.tv_nsec;
+    ok(ts.tv_nsec >= 0 && ts.tv_nsec < (long)CLOCK_NS_PER_S, "clock_deadline_ts: tv_nsec in range");
+    ok(lo <= at && at <= hi, "clock_deadline_ts: 1500 ms from now on the exact clock");
     return done_testing();
 }

@@ -36,5 +36,20 @@ int main(void)
     ok(hex_pair("41") == 0x41 && hex_pair("fF") == 0xff && hex_pair("00") == 0, "hex_pair");
     ok(hex_pair("4g") == -1 && hex_pair("g4") == -1 && hex_pair("4") == -1,
        "hex_pair: -1 unless both are digits (the NUL is not one)");
+
+    /* Percent-encoding: the unreserved bytes stay, and the caller's; the rest is %XX. */
+    bool keeps = true;
+    for (int c = 0; c < 256; c++) {
+        bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                          (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+        keeps = keeps && hex_pct_keeps((unsigned char)c, "") == unreserved &&
+                hex_pct_keeps((unsigned char)c, "/@") == (unreserved || c == '/' || c == '@');
+    }
+    ok(keeps, "hex_pct_keeps: the unreserved bytes and the caller's, never the NUL");
+    char esc[4] = "";
+    hex_pct(0xe9, esc);
+    is_str(esc, "%E9", "hex_pct: upper-case digits");
+    hex_pct(' ', esc);
+    is_str(esc, "%20", "hex_pct: a space");
     return done_testing();
 }

@@ -70,7 +70,7 @@ static void test_builtin(void)
     is_str(mime_lookup(t, "index.html.bak", 10), "text/html" UTF8, "len is respected");
     is_str(mime_lookup(NULL, "x.css", 5), "text/css" UTF8, "NULL table uses built-in");
 
-    /* every extension the brief requires */
+    /* every extension the built-in table must know */
     {
         static const char *const exts[] = {
             "html", "htm", "css", "js", "mjs", "json", "map", "txt", "md", "xml", "svg",
