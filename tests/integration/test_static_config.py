@@ -174,14 +174,20 @@ def test_error_page_per_location_several_statuses(tmpdir):
 
 # ---- hidden files and symlinks -----------------------------------------------------------------
 
-def test_hidden_files_denied_by_default(tmpdir):
-    s = _srv(tmpdir, "# defaults\n")
-    for path in ["/.env", "/.git/config", "/.git/", "/a/.hidden/x", "/%2eenv", "/a/%2Ehidden/x",
-                 "/a/./.hidden/x", "/.well-known/acme-challenge/token"]:
-        r = get(s, path)
-        assert r.status == 404, (path, r.status)
-        assert b"SECRET" not in r.body and b"[core]" not in r.body
-    assert get(s, "/a/visible.txt").status == 200
+@pytest.fixture(scope="module")
+def defaults_srv(shared_server):
+    """One server with the defaults, for the cases that only ask it something."""
+    return shared_server(_srv, "# defaults\n")
+
+
+@pytest.mark.parametrize("path", [
+    "/.env", "/.git/config", "/.git/", "/a/.hidden/x", "/%2eenv", "/a/%2Ehidden/x",
+    "/a/./.hidden/x", "/.well-known/acme-challenge/token"])
+def test_hidden_files_denied_by_default(defaults_srv, path):
+    r = get(defaults_srv, path)
+    assert r.status == 404, (path, r.status)
+    assert b"SECRET" not in r.body and b"[core]" not in r.body, (path, r.body)
+    assert get(defaults_srv, "/a/visible.txt").status == 200
 
 
 def test_hidden_files_allow(tmpdir):

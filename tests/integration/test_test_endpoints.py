@@ -8,6 +8,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from lib.server import SCALE, ConfServer, Conn, Server, T, get, raw, raw_bytes, req
 from lib.procs import rss_kib
 
@@ -92,20 +94,28 @@ def test_bytes_to_a_slow_reader_uses_no_memory(tmpdir):
     assert during - before < 8 * 1024, "RSS grew by %d KiB while streaming" % (during - before)
 
 
-def test_status_codes(tmpdir):
-    srv = start(tmpdir)
-    for code in (200, 201, 204, 304, 400, 404, 405, 418, 500, 503, 599):
-        r = get(srv, "/_test/status/%d" % code)
-        assert r.status == code, (code, r)
-        if code in (204, 304):
-            assert r.body == b""
-        else:
-            assert r.body.startswith(b"%d " % code)
-        if code == 405:
-            assert r.header("Allow")
-    for bad in ("100", "199", "600", "2000", "x", ""):
-        r = get(srv, "/_test/status/" + bad)
-        assert r.status == 400, (bad, r)
+@pytest.fixture(scope="module")
+def endpoints_srv(shared_server):
+    """One server for the cases that only ask it something."""
+    return shared_server(start)
+
+
+@pytest.mark.parametrize("code", [200, 201, 204, 304, 400, 404, 405, 418, 500, 503, 599])
+def test_status_codes(endpoints_srv, code):
+    r = get(endpoints_srv, "/_test/status/%d" % code)
+    assert r.status == code, (code, r)
+    if code in (204, 304):
+        assert r.body == b"", (code, r.body)
+    else:
+        assert r.body.startswith(b"%d " % code), (code, r.body)
+    if code == 405:
+        assert r.header("Allow"), r.headers
+
+
+@pytest.mark.parametrize("bad", ["100", "199", "600", "2000", "x", ""])
+def test_bad_status_codes_400(endpoints_srv, bad):
+    r = get(endpoints_srv, "/_test/status/" + bad)
+    assert r.status == 400, (bad, r)
 
 
 def test_echo(tmpdir):
