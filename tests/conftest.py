@@ -17,6 +17,7 @@ Fixtures:
   fixture_root a fresh fixture document root (a lib.server.Tree), no server
   shared_server  shared_server(make): make(directory) run once for a module's tests, the
                servers it starts shared by them (a parametrized test's cases ask one server)
+  shared_srv   like srv, one server shared by the module's tests that take it
 
 After each test, every server it started (lib.server.Server, however made) is stopped and its
 stderr searched for sanitizer reports: a report fails the test, and so does the fixture
@@ -191,6 +192,19 @@ def shared_server():
         shutil.rmtree(d, ignore_errors=True)
     if problems:
         raise ServerProblem("\n".join(problems))
+
+
+@pytest.fixture(scope="module")
+def shared_srv(shared_server):
+    """Like srv, but one server for the module's tests that take it: for the cases of a
+    parametrized test that only ask it something."""
+    def make(d):
+        from lib.server import Server, fixture_tree
+        tree = fixture_tree(d)
+        s = Server(root=tree.root)
+        s.tree, s.files = tree, tree.files
+        return s
+    return shared_server(make)
 
 
 def _peer_fixture(tmpdir, start):
