@@ -10,7 +10,6 @@ import re
 import signal
 import ssl
 import subprocess
-import time
 
 import pytest
 
