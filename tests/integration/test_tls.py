@@ -13,8 +13,10 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from lib.server import (T, binary, fixture_tree, get, raw_bytes, req,
-                        sanitizer_report, sha256)
+                        sanitizer_report, sha256, wait_until, write_config)
 from lib.tls import (TLSConn, client_ctx, client_hello, connect, curl_tls,
                      s_client, the_pki, tls_server)
 
@@ -461,9 +463,9 @@ def test_passphrase_protected_key(tmpdir):
         assert c.read_response().body == srv.files["/kib.txt"]
     srv.stop()
     root = fixture_tree(os.path.join(tmpdir, "x")).root
-    conf = os.path.join(tmpdir, "nopass.conf")
-    with open(conf, "w") as f:
-        f.write("tls_listen 127.0.0.1:0\ntls_certificate %s %s\n" % (p.a_chain, p.a_key_enc))
+    conf = write_config(tmpdir, ["tls_listen 127.0.0.1:0",
+                                 "tls_certificate %s %s" % (p.a_chain, p.a_key_enc)],
+                        "nopass.conf")
     line = exit_2_one_line(["-c", conf, "--root", root])
     assert line.startswith(conf + ":2: ") and "encrypted" in line, line
     wrong = os.path.join(tmpdir, "wrong.txt")
@@ -496,33 +498,35 @@ def test_bad_certificate_or_key_exit_2(tmpdir):
     line = exit_2_one_line(base)
     assert "certificate" in line, line
     exit_2_one_line(base + ["--cert", p.a_chain, "--key", p.a_key, "--tls-listen", "nonsense"])
-    # From the configuration file: FILE:LINE.
-    conf = os.path.join(tmpdir, "bad.conf")
-    cases = [
-        ("tls_certificate %s %s" % (missing, p.a_key), ":2: "),
-        ("tls_certificate %s %s" % (p.a_chain, p.b_key), ":2: "),
-        ("tls_certificate %s" % p.a_chain, ":2: "),
-        ("tls_certificate %s %s\ntls_redirect_http maybe" % (p.a_chain, p.a_key), ":3: "),
-        ("tls_certificate %s %s\ntls_hsts -1" % (p.a_chain, p.a_key), ":3: "),
-        ("tls_certificate %s %s\ntimeout_handshake soon" % (p.a_chain, p.a_key), ":3: "),
-        ("tls_certificate %s %s bad/name" % (p.a_chain, p.a_key), ":2: "),
-    ]
-    for text, where in cases:
-        with open(conf, "w") as f:
-            f.write("tls_listen 127.0.0.1:0\n" + text + "\n")
-        line = exit_2_one_line(["-c", conf, "--root", root])
-        assert line.startswith(conf + where), (text, line)
+
+
+@pytest.mark.parametrize("text,where", [
+    ("tls_certificate %(missing)s %(a_key)s", ":2: "),
+    ("tls_certificate %(a_chain)s %(b_key)s", ":2: "),
+    ("tls_certificate %(a_chain)s", ":2: "),
+    ("tls_certificate %(a_chain)s %(a_key)s\ntls_redirect_http maybe", ":3: "),
+    ("tls_certificate %(a_chain)s %(a_key)s\ntls_hsts -1", ":3: "),
+    ("tls_certificate %(a_chain)s %(a_key)s\ntimeout_handshake soon", ":3: "),
+    ("tls_certificate %(a_chain)s %(a_key)s bad/name", ":2: ")])
+def test_bad_certificate_in_the_file_is_file_line(tmpdir, text, where):
+    p = the_pki()
+    root = fixture_tree(tmpdir).root
+    text = text % dict(missing=os.path.join(tmpdir, "missing.pem"), a_key=p.a_key,
+                       b_key=p.b_key, a_chain=p.a_chain)
+    conf = write_config(tmpdir, "tls_listen 127.0.0.1:0\n" + text + "\n", "bad.conf")
+    line = exit_2_one_line(["-c", conf, "--root", root])
+    assert line.startswith(conf + where), (text, line)
 
 
 def test_config_check_loads_certificates(tmpdir):
     p = the_pki()
     root = fixture_tree(tmpdir).root
-    conf = os.path.join(tmpdir, "ok.conf")
-    with open(conf, "w") as f:
-        f.write("tls_listen 127.0.0.1:0\ntls_certificate %s %s\ntls_certificate %s %s b.test\n"
-                "tls_redirect_http on\ntls_hsts 600\ntimeout_handshake 5s\n"
-                "tls_session_cache 1000\ntls_session_timeout 10m\n"
-                "tls_session_ticket_rotation 30m\n" % (p.a_chain, p.a_key, p.b_chain, p.b_key))
+    conf = write_config(tmpdir, "tls_listen 127.0.0.1:0\ntls_certificate %s %s\n"
+                        "tls_certificate %s %s b.test\n"
+                        "tls_redirect_http on\ntls_hsts 600\ntimeout_handshake 5s\n"
+                        "tls_session_cache 1000\ntls_session_timeout 10m\n"
+                        "tls_session_ticket_rotation 30m\n"
+                        % (p.a_chain, p.a_key, p.b_chain, p.b_key), "ok.conf")
     rc, err = run(["-t", "-c", conf, "--root", root])
     assert rc == 0 and "is valid" in err, err
     with open(conf, "a") as f:
@@ -566,10 +570,8 @@ def test_sighup_reloads_certificates_without_dropping_connections(tmpdir):
                                  "tls_certificate %s %s\ntls_certificate %s %s"
                                  % (p.b_chain, p.b_key, p.a_chain, p.a_key)))
         srv.signal(signal.SIGHUP)
-        end = time.monotonic() + T(5)
-        while "generation 2" not in srv.stderr and time.monotonic() < end:
-            time.sleep(0.05)
-        assert "generation 2" in srv.stderr, srv.stderr
+        wait_until(lambda: "generation 2" in srv.stderr, 5, step=0.05,
+                   what="'generation 2' after SIGHUP")
         with TLSConn(srv.https, name=None, ctx=ctx) as new:
             assert subject_cn(new.sock) == "b.test", "new connections must get the new certificate"
             new.send(req("GET", "/one.txt"))
@@ -582,10 +584,8 @@ def test_sighup_reloads_certificates_without_dropping_connections(tmpdir):
         with open(srv.conf, "a") as f:
             f.write("tls_certificate %s %s\n" % (p.a_chain, p.b_key))  # key does not match
         srv.signal(signal.SIGHUP)
-        end = time.monotonic() + T(5)
-        while "not reloaded" not in srv.stderr and time.monotonic() < end:
-            time.sleep(0.05)
-        assert "not reloaded" in srv.stderr, srv.stderr
+        wait_until(lambda: "not reloaded" in srv.stderr, 5, step=0.05,
+                   what="'not reloaded' after SIGHUP")
         with TLSConn(srv.https, name=None, ctx=ctx) as c:
             assert subject_cn(c.sock) == "b.test"
     finally:
