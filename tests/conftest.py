@@ -13,6 +13,7 @@ Fixtures:
   srv          a fresh server on a fresh fixture document root (lib.server.fixture_tree):
                srv.tree, srv.files (URL path -> bytes)
   tmpdir       a fresh temporary directory (a str), removed after the test
+  test_timeout the per-test timeout pytest-timeout applies to the test (seconds, scaled)
   tmp_path     the same, as a pathlib.Path
   fixture_root a fresh fixture document root (a lib.server.Tree), no server
   shared_server  shared_server(make): make(directory) run once for a module's tests, the
@@ -126,6 +127,16 @@ def tmpdir():
     d = _fresh_dir()
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def test_timeout(request):
+    """The per-test timeout (seconds) that pytest-timeout applies to this test: the run's (60 s,
+    x3 for a sanitizer build) or the test's own @pytest.mark.timeout, scaled the same way."""
+    m = request.node.get_closest_marker("timeout")
+    if m is not None and m.args:
+        return float(m.args[0])
+    return float(request.config.option.timeout or 0)
 
 
 @pytest.fixture
