@@ -246,15 +246,19 @@ def test_symlink_absolute_target_inside_root(tmpdir):
     assert r.status == 200 and r.body == HOME, r.status
 
 
-def test_symlinks_off(tmpdir):
-    s = _sym_srv(tmpdir, "off")
-    for path in ["/link-in.html", "/docs/link-up.html", "/link-dir/guide.txt", "/link-out",
-                 "/link-etc/passwd", "/link-abs-in.html"]:
-        r = get(s, path)
-        assert r.status in (403, 404), (path, r.status)
-        assert HOME not in r.body and PASSWD not in r.body
-    assert get(s, "/index.html").status == 200
-    assert get(s, "/docs/guide.txt").status == 200
+@pytest.fixture(scope="module")
+def symlinks_off_srv(shared_server):
+    return shared_server(_sym_srv, "off")
+
+
+@pytest.mark.parametrize("path", ["/link-in.html", "/docs/link-up.html", "/link-dir/guide.txt",
+                                  "/link-out", "/link-etc/passwd", "/link-abs-in.html"])
+def test_symlinks_off(symlinks_off_srv, path):
+    r = get(symlinks_off_srv, path)
+    assert r.status in (403, 404), (path, r.status)
+    assert HOME not in r.body and PASSWD not in r.body, (path, r.body)
+    assert get(symlinks_off_srv, "/index.html").status == 200
+    assert get(symlinks_off_srv, "/docs/guide.txt").status == 200
 
 
 def test_symlinks_any(tmpdir):

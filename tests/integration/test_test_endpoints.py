@@ -52,22 +52,30 @@ def test_prefix_from_config_file(tmpdir):
     assert get(srv, "/_test/bytes/3").status == 404
 
 
-def test_bytes(tmpdir):
-    srv = start(tmpdir)
-    for n in (0, 1, 63, 64, 65, 65536, 1000000):
-        r = get(srv, "/_test/bytes/%d" % n)
-        assert r.status == 200, (n, r)
-        assert r.header("Content-Length") == str(n)
-        assert r.header("Content-Type") == "application/octet-stream"
-        assert r.body == expected_bytes(n), n
-    r = get(srv, "/_test/bytes/5000", method="HEAD")
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 65536, 1000000])
+def test_bytes(endpoints_srv, n):
+    r = get(endpoints_srv, "/_test/bytes/%d" % n)
+    assert r.status == 200, (n, r)
+    assert r.header("Content-Length") == str(n), (n, r.headers)
+    assert r.header("Content-Type") == "application/octet-stream", (n, r.headers)
+    assert r.body == expected_bytes(n), n
+
+
+def test_bytes_head(endpoints_srv):
+    r = get(endpoints_srv, "/_test/bytes/5000", method="HEAD")
     assert r.status == 200 and r.header("Content-Length") == "5000" and r.body == b""
-    for bad in ("104857601", "abc", "-1", "1e3", "99999999999999999999999"):
-        r = get(srv, "/_test/bytes/" + bad)
-        assert r.status == 400, (bad, r)
-        json.loads(r.body)
+
+
+@pytest.mark.parametrize("bad", ["104857601", "abc", "-1", "1e3", "99999999999999999999999"])
+def test_bad_byte_counts_400(endpoints_srv, bad):
+    r = get(endpoints_srv, "/_test/bytes/" + bad)
+    assert r.status == 400, (bad, r)
+    json.loads(r.body)
+
+
+def test_bytes_on_one_keepalive_connection(endpoints_srv):
     # several on one keep-alive connection, the largest allowed one in between
-    with Conn(srv, timeout=60) as c:
+    with Conn(endpoints_srv, timeout=60) as c:
         c.send(req("GET", "/_test/bytes/10"))
         assert c.read_response().body == expected_bytes(10)
         c.send(req("GET", "/_test/bytes/104857600"))
