@@ -100,14 +100,23 @@ def test_alpn(tmpdir):
         assert c.read_response().body == b"1"
 
 
-def test_sni_picks_certificate(tmpdir):
+@pytest.fixture(scope="module")
+def two_certs_srv(shared_server):
+    """One server with a.test's and b.test's certificates, for the cases that only ask it."""
+    return shared_server(tls_server)
+
+
+@pytest.mark.parametrize("name,cn", [("a.test", "a.test"), ("b.test", "b.test"),
+                                     ("B.TEST", "b.test"), ("localhost", "a.test")])
+def test_sni_picks_certificate(two_certs_srv, name, cn):
+    with TLSConn(two_certs_srv.https, name=name) as c:
+        assert subject_cn(c.sock) == cn, (name, c.sock.getpeercert())
+        c.send(req("GET", "/kib.txt"))
+        assert c.read_response().body == two_certs_srv.files["/kib.txt"], name
+
+
+def test_sni_default_certificate(tmpdir):
     srv = tls_server(tmpdir)
-    for name, cn in (("a.test", "a.test"), ("b.test", "b.test"), ("B.TEST", "b.test"),
-                     ("localhost", "a.test")):
-        with TLSConn(srv.https, name=name) as c:
-            assert subject_cn(c.sock) == cn, (name, c.sock.getpeercert())
-            c.send(req("GET", "/kib.txt"))
-            assert c.read_response().body == srv.files["/kib.txt"]
     # No SNI, or a name no certificate claims: the first certificate is the default.
     ctx = client_ctx()
     ctx.check_hostname = False
