@@ -76,6 +76,15 @@ def _assert_challenge(r):
     assert b"secret" not in r.body
 
 
+@pytest.fixture(scope="module")
+def auth_srv(shared_server):
+    """One server for the cases that only ask it something."""
+    return shared_server(lambda d: _start(d)[0])
+
+
+GOOD = base64.b64encode(b"alice:wonder land").decode()
+
+
 def test_no_credentials_401(tmpdir):
     s, _ = _start(tmpdir)
     _assert_challenge(get(s, "/private/secret.txt"))
@@ -85,40 +94,35 @@ def test_no_credentials_401(tmpdir):
     _assert_challenge(r)
 
 
-def test_right_credentials_200(tmpdir):
-    s, _ = _start(tmpdir)
-    for user, (kind, pw) in USERS.items():
-        r = get(s, "/private/secret.txt", headers={"Authorization": basic(user, pw)})
-        assert r.status == 200 and r.body == b"content of private/secret.txt\n", (user, kind, r)
-        assert r.header("WWW-Authenticate") is None
-    # the scheme name is case-insensitive
-    r = get(s, "/private/secret.txt", headers={"Authorization": "bAsIc " + base64.b64encode(
+@pytest.mark.parametrize("user", sorted(USERS))
+def test_right_credentials_200(auth_srv, user):
+    kind, pw = USERS[user]
+    r = get(auth_srv, "/private/secret.txt", headers={"Authorization": basic(user, pw)})
+    assert r.status == 200 and r.body == b"content of private/secret.txt\n", (user, kind, r)
+    assert r.header("WWW-Authenticate") is None, (user, r.headers)
+
+
+def test_the_scheme_name_is_case_insensitive(auth_srv):
+    r = get(auth_srv, "/private/secret.txt", headers={"Authorization": "bAsIc " + base64.b64encode(
         b"alice:wonder land").decode()})
     assert r.status == 200, r
 
 
-def test_wrong_credentials_401(tmpdir):
-    s, _ = _start(tmpdir)
-    for user, pw in (("alice", "wrong"), ("alice", ""), ("alice", "wonder land "),
-                     ("alice", "Wonder land"), ("bob", "b0b"), ("bob", "b0b:with"),
-                     ("carol", "c4rol\x00"), ("ALICE", "wonder land"),
-                     ("nobody-here", "wonder land"), ("", "wonder land"),
-                     ("alice:wonder land", "")):
-        _assert_challenge(get(s, "/private/secret.txt", headers={"Authorization": basic(user, pw)}))
+@pytest.mark.parametrize("user,pw", [
+    ("alice", "wrong"), ("alice", ""), ("alice", "wonder land "), ("alice", "Wonder land"),
+    ("bob", "b0b"), ("bob", "b0b:with"), ("carol", "c4rol\x00"), ("ALICE", "wonder land"),
+    ("nobody-here", "wonder land"), ("", "wonder land"), ("alice:wonder land", "")])
+def test_wrong_credentials_401(auth_srv, user, pw):
+    _assert_challenge(get(auth_srv, "/private/secret.txt",
+                          headers={"Authorization": basic(user, pw)}))
+
+
+def test_no_stale_acceptance(auth_srv):
     # right password, then a wrong one: no stale acceptance
-    assert get(s, "/private/secret.txt",
+    assert get(auth_srv, "/private/secret.txt",
                headers={"Authorization": basic("alice", "wonder land")}).status == 200
-    _assert_challenge(get(s, "/private/secret.txt",
+    _assert_challenge(get(auth_srv, "/private/secret.txt",
                           headers={"Authorization": basic("alice", "wonder lan")}))
-
-
-@pytest.fixture(scope="module")
-def auth_srv(shared_server):
-    """One server for the cases that only ask it something."""
-    return shared_server(lambda d: _start(d)[0])
-
-
-GOOD = base64.b64encode(b"alice:wonder land").decode()
 
 
 @pytest.mark.parametrize("value", [

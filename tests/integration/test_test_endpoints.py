@@ -24,6 +24,12 @@ def start(tmpdir, threads=2, prefix="/_test/"):
                   threads=threads)
 
 
+@pytest.fixture(scope="module")
+def endpoints_srv(shared_server):
+    """One server for the cases that only ask it something."""
+    return shared_server(start)
+
+
 def expected_bytes(n):
     reps = n // len(PATTERN) + 1
     return (PATTERN * reps)[:n]
@@ -100,12 +106,6 @@ def test_bytes_to_a_slow_reader_uses_no_memory(tmpdir):
         r = c.read_response()
     assert len(r.body) == n
     assert during - before < 8 * 1024, "RSS grew by %d KiB while streaming" % (during - before)
-
-
-@pytest.fixture(scope="module")
-def endpoints_srv(shared_server):
-    """One server for the cases that only ask it something."""
-    return shared_server(start)
 
 
 @pytest.mark.parametrize("code", [200, 201, 204, 304, 400, 404, 405, 418, 500, 503, 599])
