@@ -130,13 +130,21 @@ def test_add_header_per_location(tmpdir):
 
 # ---- error pages -----------------------------------------------------------------------------
 
-def test_error_page_custom_404(tmpdir):
-    s = _srv(tmpdir, "error_page 404 /404.html\nerror_page 403 /403.html\n")
-    for path in ["/nope", "/deep/er/nope.txt", "/.env", "/a/.hidden/x"]:
-        r = get(s, path)
-        assert r.status == 404, (path, r.status)
-        assert r.body == b"<h1>custom not found</h1>\n", (path, r.body)
-        assert r.header("Content-Type") == "text/html; charset=utf-8"
+@pytest.fixture(scope="module")
+def error_pages_srv(shared_server):
+    return shared_server(_srv, "error_page 404 /404.html\nerror_page 403 /403.html\n")
+
+
+@pytest.mark.parametrize("path", ["/nope", "/deep/er/nope.txt", "/.env", "/a/.hidden/x"])
+def test_error_page_custom_404_paths(error_pages_srv, path):
+    r = get(error_pages_srv, path)
+    assert r.status == 404, (path, r.status)
+    assert r.body == b"<h1>custom not found</h1>\n", (path, r.body)
+    assert r.header("Content-Type") == "text/html; charset=utf-8", (path, r.headers)
+
+
+def test_error_page_custom_404(error_pages_srv):
+    s = error_pages_srv
     r = get(s, "/emptydir/")
     assert r.status == 403 and r.body == b"<h1>custom forbidden</h1>\n", (r.status, r.body)
     r = get(s, "/nope", "HEAD")
@@ -275,15 +283,17 @@ def test_symlinks_any(tmpdir):
 
 # ---- methods ---------------------------------------------------------------------------------
 
-def test_options_and_405(tmpdir):
-    s = _srv(tmpdir, "# defaults\n")
-    for path in ["/index.html", "/docs/", "*"]:
-        r = get(s, path, "OPTIONS")
-        assert r.status == 204, (path, r.status)
-        allow = {m.strip() for m in (r.header("Allow") or "").split(",")}
-        assert {"GET", "HEAD", "OPTIONS"} <= allow, (path, r.header("Allow"))
-        assert r.body == b""
-    with Conn(s) as c:
+@pytest.mark.parametrize("path", ["/index.html", "/docs/", "*"])
+def test_options(defaults_srv, path):
+    r = get(defaults_srv, path, "OPTIONS")
+    assert r.status == 204, (path, r.status)
+    allow = {m.strip() for m in (r.header("Allow") or "").split(",")}
+    assert {"GET", "HEAD", "OPTIONS"} <= allow, (path, r.header("Allow"))
+    assert r.body == b"", (path, r.body)
+
+
+def test_405_consumes_the_body(defaults_srv):
+    with Conn(defaults_srv) as c:
         for m in ["POST", "PUT", "DELETE", "PATCH"]:
             c.send(req(m, "/index.html", body=b"payload"))
             r = c.read_response()
@@ -302,13 +312,22 @@ def test_options_and_405(tmpdir):
 NAVIGATE = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
 
 
-def test_spa_fallback(tmpdir):
-    s = _srv(tmpdir, "spa_fallback /index.html\n")
-    for path in ["/dashboard", "/users/42/edit", "/deep/a/b/c?x=1", "/nope.html"]:
-        r = get(s, path, headers=NAVIGATE)
-        assert r.status == 200, (path, r.status)
-        assert r.body == HOME, (path, r.body)
-        assert r.header("Content-Type") == "text/html; charset=utf-8"
+@pytest.fixture(scope="module")
+def spa_srv(shared_server):
+    return shared_server(_srv, "spa_fallback /index.html\n")
+
+
+@pytest.mark.parametrize("path", ["/dashboard", "/users/42/edit", "/deep/a/b/c?x=1",
+                                  "/nope.html"])
+def test_spa_fallback_navigations(spa_srv, path):
+    r = get(spa_srv, path, headers=NAVIGATE)
+    assert r.status == 200, (path, r.status)
+    assert r.body == HOME, (path, r.body)
+    assert r.header("Content-Type") == "text/html; charset=utf-8", (path, r.headers)
+
+
+def test_spa_fallback(spa_srv):
+    s = spa_srv
     # Existing files and directories are still served as themselves.
     assert get(s, "/app.js").body == b"console.log(1)\n"
     assert get(s, "/docs/").body == b"<p>docs</p>\n"
