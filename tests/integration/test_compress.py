@@ -95,10 +95,10 @@ def test_each_coding_byte_identical(tmpdir):
             # Content-Type is the file's; HEAD says the same as GET, without a body.
             g = ae(s, path, coding)
             h = ae(s, path, coding, "HEAD")
-            assert h.status == 200 and h.body == b""
+            assert h.status == 200 and h.body == b"", path
             for name in ("Content-Type", "Content-Length", "Content-Encoding", "ETag", "Vary"):
                 assert h.header(name) == g.header(name), (path, coding, name)
-        assert len(set(tags.values())) == 4, tags
+        assert len(set(tags.values())) == 4, (path, tags)
 
 
 def test_small_file_compressed_by_the_first_request(tmpdir):
@@ -220,12 +220,12 @@ def test_304_and_conditionals_per_representation(tmpdir):
     for coding in CODINGS:
         r = ae(s, "/page.html", coding, extra={"If-None-Match": tags[coding]})
         assert r.status == 304 and r.header("ETag") == tags[coding], (coding, r.headers)
-        assert r.header("Vary") == "Accept-Encoding"
+        assert r.header("Vary") == "Accept-Encoding", coding
         # another representation's tag validates nothing here
         r = ae(s, "/page.html", coding, extra={"If-None-Match": tags[None]})
         assert r.status == 200 and r.header("Content-Encoding") == coding
         r = ae(s, "/page.html", coding, extra={"If-Match": tags[None]})
-        assert r.status == 412, r.status
+        assert r.status == 412, (coding, r.status)
         r = ae(s, "/page.html", coding, extra={"If-Match": tags[coding]}, method="HEAD")
         assert r.status == 200 and r.header("Content-Encoding") == coding
     r = ae(s, "/page.html", None, extra={"If-None-Match": tags["br"]})
@@ -347,7 +347,7 @@ def test_cache_dir_survives_restart(tmpdir):
     made = {}
     for coding in CODINGS:
         made[coding], first = wait_coding(s, "/page.html", coding)
-        assert first.header("Content-Encoding") is None   # the first run had to compress
+        assert first.header("Content-Encoding") is None, coding   # the first run had to compress
         check_variant(made[coding], coding, PAGE)
     check_variant(ae(s, "/small.html", "br"), "br", SMALL)
     # the small file's copy is written in the background
@@ -396,7 +396,7 @@ def test_cache_dir_unwritable_serves_identity_with_one_log_line(tmpdir):
             for coding in CODINGS:
                 r = ae(s, path, coding)
                 assert r.status == 200 and r.header("Content-Encoding") is None, (path, coding)
-                assert r.header("Vary") == "Accept-Encoding"
+                assert r.header("Vary") == "Accept-Encoding", path
     assert s.stderr.count(line) == 1, s.stderr
     assert os.listdir(cache) == []
 
@@ -479,7 +479,7 @@ def test_differential_against_nginx_gzip_on(tmpdir, nginx_peer):
                        (r.header("Content-Type") or "").split(";")[0],
                        decode(r.header("Content-Encoding"), r.body)) for r in (a, b)]
             assert fa == fb, (name, value, fa[:3], fb[:3])
-            assert fa[3] == files[name]
+            assert fa[3] == files[name], value
             checked += 1
     assert checked == len(files) * 6
     assert ngx.alive(), "nginx died:\n" + ngx.log()

@@ -31,8 +31,8 @@ def test_probes_while_serving(tmpdir):
         for path, body in (("/livez", b"alive\n"), ("/readyz", b"ready\n"), ("/healthz", b"ok\n")):
             r = get(srv, path)
             assert r.status == 200 and r.body == body, (path, r)
-            assert r.header("Cache-Control") == "no-store", r
-            assert r.header("Content-Type") == "text/plain; charset=utf-8", r
+            assert r.header("Cache-Control") == "no-store", (path, body, r)
+            assert r.header("Content-Type") == "text/plain; charset=utf-8", (path, body, r)
             assert get(srv, path, method="HEAD").status == 200
             assert get(srv, path, method="POST").status == 405
             assert get(srv, path + "x").status == 404, "only the exact path is a probe"

@@ -120,7 +120,7 @@ def test_higher_minor_versions_answered_as_http11(srv):
             c.send(b"GET /one.txt " + v + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
             r = c.read_response()
             assert r.status == 200 and r.has_token("Connection", "close"), (v, r.headers)
-            assert c.wait_closed(5)
+            assert c.wait_closed(5), v
 
 
 def test_malformed_version_400_close(srv):

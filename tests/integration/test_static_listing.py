@@ -109,7 +109,7 @@ def test_listing_off_by_default(srv):
     for path in ["/", "/emptydir/"]:
         r = get(srv, path)
         assert r.status == 403, (path, r.status)
-        assert b"emptydir" not in r.body and b"small.html" not in r.body
+        assert b"emptydir" not in r.body and b"small.html" not in r.body, path
 
 
 def test_listing_per_location(tmpdir):

@@ -200,7 +200,7 @@ def test_curl_range(srv):
                            ("-500", BIG_SIZE - 500, BIG_SIZE - 1),
                            ("3000000-", 3000000, BIG_SIZE - 1)]:
             p = curl(["-r", spec, "-o", out, "-w", "%{http_code}", srv.url + "/big.bin"])
-            assert p.returncode == 0, p.stderr
+            assert p.returncode == 0, (spec, a, b, p.stderr)
             assert p.stdout == b"206", (spec, p.stdout)
             assert sha256(open(out, "rb").read()) == sha256(data[a:b + 1]), spec
         # Resume a download (curl -C -): the rest of the file, appended.
