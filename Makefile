@@ -255,7 +255,7 @@ arm64-image-test:
 # "N passed, N failed", one per check.
 SOAK_SECONDS ?= 600
 soak: all
-	@python3 tests/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS)
+	@PYTHONPATH=tests python3 tests/soak.py --build $(BUILD) --seconds $(SOAK_SECONDS)
 
 # The benchmark harness: its own packages (the peers, wrk, valgrind, strace), lfhttpd and the
 # ceiling program, then bench/bench.py (BENCH_* variables: docs/PERFORMANCE.md).

@@ -13,10 +13,12 @@ Fixtures:
   srv          a fresh server on a fresh fixture document root (lib.server.fixture_tree):
                srv.tree, srv.files (URL path -> bytes)
   tmpdir       a fresh temporary directory (a str), removed after the test
+  test_timeout the per-test timeout pytest-timeout applies to the test (seconds, scaled)
   tmp_path     the same, as a pathlib.Path
-  configured   configured(conf_text, **kw): a server started with that configuration file
-               (lib.server.ConfServer: the file is written in a directory of the test's own)
   fixture_root a fresh fixture document root (a lib.server.Tree), no server
+  shared_server  shared_server(make): make(directory) run once for a module's tests, the
+               servers it starts shared by them (a parametrized test's cases ask one server)
+  shared_srv   like srv, one server shared by the module's tests that take it
 
 After each test, every server it started (lib.server.Server, however made) is stopped and its
 stderr searched for sanitizer reports: a report fails the test, and so does the fixture
@@ -128,6 +130,16 @@ def tmpdir():
 
 
 @pytest.fixture
+def test_timeout(request):
+    """The per-test timeout (seconds) that pytest-timeout applies to this test: the run's (60 s,
+    x3 for a sanitizer build) or the test's own @pytest.mark.timeout, scaled the same way."""
+    m = request.node.get_closest_marker("timeout")
+    if m is not None and m.args:
+        return float(m.args[0])
+    return float(request.config.option.timeout or 0)
+
+
+@pytest.fixture
 def tmp_path(tmpdir):
     import pathlib
     return pathlib.Path(tmpdir)
@@ -152,19 +164,58 @@ def srv(request, fixture_root):
     return s
 
 
-@pytest.fixture
-def configured():
-    """configured(conf_text, **kw): a server started with that configuration (ConfServer)."""
-    from lib.server import ConfServer
-    dirs = []
+@pytest.fixture(scope="module")
+def shared_server():
+    """shared_server(make, *args): make(directory, *args) run once, for the tests of a module
+    (or of a parametrized test) that share what it starts -- a server each case asks something
+    of, instead of a server started per case. The servers make() starts outlive the test that
+    first asked for them: they are not stopped after it, nor killed as its leftovers; after the
+    module's last test they are stopped and checked like any other (a sanitizer report, a
+    server that died or did not exit on SIGTERM: an error of that test)."""
+    from lib import server as S
+    kept, dirs = [], []
 
-    def start(conf, **kw):
+    def share(make, *args, **kw):
         d = _fresh_dir()
         dirs.append(d)
-        return ConfServer(d, conf, **kw)
-    yield start
+        mark = S.created_mark()
+        try:
+            value = make(d, *args, **kw)
+        finally:
+            new = S.take_created(mark)
+            kept.extend(new)
+            keep_pids.update(s.proc.pid for s in new if s.proc is not None)
+        return value
+    yield share
+    problems = []
+    for s in kept:
+        keep_pids.discard(s.proc.pid if s.proc is not None else None)
+        was_alive = s.alive()
+        rc = s.stop()
+        if not was_alive:
+            problems.append("shared server %r died (status %s)" % (s.cmd, rc))
+        elif s.killed:
+            problems.append("shared server did not exit within %.0fs of SIGTERM" % S.T(10))
+        rep = s.sanitizer_report()
+        if rep:
+            problems.append("sanitizer report in shared server stderr:\n" + _indent(rep))
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
+    if problems:
+        raise ServerProblem("\n".join(problems))
+
+
+@pytest.fixture(scope="module")
+def shared_srv(shared_server):
+    """Like srv, but one server for the module's tests that take it: for the cases of a
+    parametrized test that only ask it something."""
+    def make(d):
+        from lib.server import Server, fixture_tree
+        tree = fixture_tree(d)
+        s = Server(root=tree.root)
+        s.tree, s.files = tree, tree.files
+        return s
+    return shared_server(make)
 
 
 def _peer_fixture(tmpdir, start):
@@ -295,7 +346,7 @@ def _live_processes():
     pids, todo = set(), [me]
     while todo:
         for c in _children(todo.pop()):
-            if c not in pids:
+            if c not in pids and c not in keep_pids:
                 pids.add(c)
                 todo.append(c)
     if not _SUBREAPER and os.getpgrp() == me:
@@ -304,8 +355,8 @@ def _live_processes():
     return pids
 
 
-# Processes a fixture keeps for longer than one test (a peer shared by a file's tests, say):
-# not leftovers.
+# Processes a fixture keeps for longer than one test (shared_server's): not leftovers, and
+# neither are their children.
 keep_pids = set()
 
 

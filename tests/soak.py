@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """lfhttpd soak: a bounded run of mixed, checked traffic, reloads and log rotations.
 
-    python3 tests/soak.py --build build --seconds 600 [--out DIR]      (make soak)
+    PYTHONPATH=tests python3 tests/soak.py --build build --seconds 600 [--out DIR]  (make soak)
 
 One server (plain and TLS listeners, test endpoints, CGI, compression, an access log) gets,
 for --seconds:
@@ -50,8 +50,6 @@ import time
 import urllib.parse
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 RSS_MARGIN_KIB = 8 * 1024       # growth allowed between the halves of the run (after warm-up)
 SAMPLE_EVERY = 2.0

@@ -129,9 +129,6 @@ else
 fi
 
 # ---- helpers ---------------------------------------------------------------------------------
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 # run_container NAME [podman run options...]: start it on a free loopback port, wait for HTTP
 run_container() {
     local name=$1; shift

@@ -79,7 +79,7 @@ if ! grep -qs '^enabled' "$handler"; then
     summary
     exit 1
 fi
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 if podman run -d --name "$NAME" --platform linux/arm64 --read-only --cap-drop=ALL \
         -p "127.0.0.1:$port:8080" "$IMAGE" >/dev/null 2>"$TMP/run.err"; then
     ok "podman run --platform linux/arm64 --read-only --cap-drop=ALL"

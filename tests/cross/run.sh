@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The arm64 build under emulation (`make arm64-test`, the "arm64" stage of .ci/run):
 #
-#   1. every unit-test binary of the arm64 build (BUILD, default build-arm64), run by
-#      qemu-aarch64-static: each TAP `ok` line one check, a `not ok` or a crash a failure;
+#   1. every unit-test binary of the arm64 build (BUILD, default build-arm64), run by prove
+#      with qemu-aarch64-static as its --exec: one check for them all when every TAP test
+#      passed, one failure per program prove names in its Test Summary Report;
 #   2. the arm64 server itself under qemu, on loopback: GET, HEAD, 404, a range, a compressed
 #      variant, HTTPS, keep-alive, a reload by SIGHUP and a graceful stop that exits 0.
 #
@@ -29,19 +30,27 @@ check "the binary is an arm64 executable" \
     sh -c "readelf -h '$BUILD/lfhttpd' | grep -q 'Machine: *AArch64'"
 
 # ---- 1. unit tests -----------------------------------------------------------------------------
-for t in "$BUILD"/tests/test_*; do
-    name=$(basename "$t")
-    out=$(timeout "$((WAIT * 5))" "$QEMU" "$t" 2>&1)
-    rc=$?
-    oks=$(grep -c '^ok ' <<<"$out")
-    nots=$(grep -c '^not ok ' <<<"$out")
-    if [ "$rc" -eq 0 ] && [ "$nots" -eq 0 ] && [ "$oks" -gt 0 ]; then
-        ok "unit/$name under qemu: $oks checks"
-    else
-        grep '^not ok ' <<<"$out" | head -n 20 | sed 's/^/#   /'
-        bad "unit/$name under qemu: exit $rc, $nots of $((oks + nots)) checks failed"
-    fi
-done
+# prove runs each binary under qemu (--exec) and reads its TAP, as tests/suite.sh does:
+# "Files=17, Tests=1004, ..." counts the checks; its Test Summary Report names each program
+# that failed ("(Wstat: 256 (exited 1) Tests: 30 Failed: 2)"), a crash or timeout included.
+prove --failures --comments --exec "timeout -k 10 $((WAIT * 5)) $QEMU" "$BUILD"/tests/test_* \
+    >"$tmp/prove.log" 2>&1
+prove_rc=$?
+sed 's/^/#   /' "$tmp/prove.log" | grep -v ' \.\.* ok$'
+files=$(sed -n 's/^Files=\([0-9]*\), Tests=[0-9]*,.*/\1/p' "$tmp/prove.log" | tail -n 1)
+tests=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$tmp/prove.log" | tail -n 1)
+awk '/^Test Summary Report/ { on = 1; next } on && /\(Wstat: / { print }' "$tmp/prove.log" \
+    > "$tmp/unit-failed"
+while read -r prog why; do
+    bad "unit/$(basename "$prog") under qemu: $why"
+done < "$tmp/unit-failed"
+if [ -z "$tests" ]; then
+    bad "unit tests under qemu: prove printed no summary (exit $prove_rc)"
+elif [ "$prove_rc" -eq 0 ] && [ ! -s "$tmp/unit-failed" ]; then
+    ok "unit tests under qemu (prove): $files programs, $tests checks"
+elif [ ! -s "$tmp/unit-failed" ]; then
+    bad "unit tests under qemu: prove exited $prove_rc"
+fi
 
 # ---- 2. the server ----------------------------------------------------------------------------
 site=$tmp/site

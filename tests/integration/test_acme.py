@@ -17,6 +17,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from lib.acme import drive, driver, self_signed, start_pebble
 from lib.server import T, sanitizer_report
 
@@ -168,17 +170,17 @@ def test_acme_shared_state_directory(tmpdir):
         ca.stop()
 
 
-def test_acme_refuses_bad_settings(tmpdir):
+@pytest.mark.parametrize("name,why", [("*.acme.test", "wildcard"), ("127.0.0.1", "IP address"),
+                                      ("-bad.acme.test", "'-'"), ("single", "two labels")])
+def test_acme_refuses_bad_settings(tmpdir, name, why):
     """Wildcards and IP addresses need what this client does not do: refused at start."""
-    for name, why in (("*.acme.test", "wildcard"), ("127.0.0.1", "IP address"),
-                      ("-bad.acme.test", "'-'"), ("single", "two labels")):
-        p = subprocess.run([driver(), "--directory", "https://127.0.0.1:1/dir", "--state",
-                            os.path.join(tmpdir, "s"), "--http-port", "0", "--tls-port", "0",
-                            name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=T(10))
-        err = p.stderr.decode()
-        assert sanitizer_report(err) is None, sanitizer_report(err)
-        assert p.returncode == 2 and why in err, (name, p.returncode, err)
+    p = subprocess.run([driver(), "--directory", "https://127.0.0.1:1/dir", "--state",
+                        os.path.join(tmpdir, "s"), "--http-port", "0", "--tls-port", "0",
+                        name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=T(10))
+    err = p.stderr.decode()
+    assert sanitizer_report(err) is None, sanitizer_report(err)
+    assert p.returncode == 2 and why in err, (name, p.returncode, err)
 
 
 class _FakeCA:

@@ -7,6 +7,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from lib.server import ConfServer, Conn, SCALE, T, get, raw, raw_bytes, req, wait_until
 from lib.procs import (copy_example_scripts, group_members, rss_kib, status_json, write_script, zombies_of)
 
@@ -332,13 +334,20 @@ def test_status_location_and_headers(tmpdir):
     assert r.status == 200 and r.body == b"" and r.header("Content-Type")
 
 
-def test_bad_scripts_502(tmpdir):
-    srv = cgi_server(tmpdir)
-    for name in ("bad", "bad-status", "silent", "bighead", "injected"):
-        data = raw_bytes(srv, req("GET", "/cgi-bin/" + name, headers=[("Connection", "close")]))
-        assert data.startswith(b"HTTP/1.1 502 "), (name, data[:200])
-        assert b"Injected" not in data
-    assert "cgi /cgi-bin/bad: header line without a colon" in srv.stderr
+@pytest.fixture(scope="module")
+def cgi_srv(shared_server):
+    """One server for the cases that only ask it something."""
+    return shared_server(cgi_server)
+
+
+@pytest.mark.parametrize("name", ["bad", "bad-status", "silent", "bighead", "injected"])
+def test_bad_scripts_502(cgi_srv, name):
+    data = raw_bytes(cgi_srv, req("GET", "/cgi-bin/" + name, headers=[("Connection", "close")]))
+    assert data.startswith(b"HTTP/1.1 502 "), (name, data[:200])
+    assert b"Injected" not in data, (name, data)
+    if name == "bad":
+        assert wait_until(lambda: "cgi /cgi-bin/bad: header line without a colon"
+                          in cgi_srv.stderr, 5), cgi_srv.stderr[-2000:]
 
 
 def test_script_resolution(tmpdir):

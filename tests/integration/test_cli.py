@@ -6,6 +6,8 @@ import socket
 import subprocess
 import threading
 
+import pytest
+
 from lib.static import make_root
 from lib.server import (Conn, Server, T, binary, fixture_tree, get, req,
                         sanitizer_report)
@@ -37,21 +39,21 @@ def _root(tmpdir):
                      mtime=None)
 
 
-def test_version(tmpdir):
-    for flag in ["--version", "-V"]:
-        rc, out, err = run([flag])
-        assert rc == 0, (flag, rc, err)
-        assert re.match(r"^lfhttpd \S+\n?$", out), (flag, out, err)
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag):
+    rc, out, err = run([flag])
+    assert rc == 0, (flag, rc, err)
+    assert re.match(r"^lfhttpd \S+\n?$", out), (flag, out, err)
 
 
-def test_help(tmpdir):
-    for flag in ["--help", "-h"]:
-        rc, out, err = run([flag])
-        assert rc == 0, (flag, rc, err)
-        text = out + err
-        assert re.search(r"(?i)usage", text), text
-        for opt in ["--listen", "--root", "--threads", "--config", "--version", "--help"]:
-            assert opt in text, (flag, opt, text)
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help(flag):
+    rc, out, err = run([flag])
+    assert rc == 0, (flag, rc, err)
+    text = out + err
+    assert re.search(r"(?i)usage", text), text
+    for opt in ["--listen", "--root", "--threads", "--config", "--version", "--help"]:
+        assert opt in text, (flag, opt, text)
 
 
 def test_bad_flag_exit_2(tmpdir):
@@ -67,14 +69,14 @@ def test_missing_option_argument_exit_2(tmpdir):
     assert_usage_error(["--root", root, "--listen"])
 
 
-def test_bad_option_values_exit_2(tmpdir):
+@pytest.mark.parametrize("args", [
+    ["--threads", "0"], ["--threads", "abc"], ["--threads", "-3"], ["--listen", "nonsense"],
+    ["--listen", "127.0.0.1:99999"], ["--listen", "127.0.0.1:http"], ["--listen", "[::1"]])
+def test_bad_option_values_exit_2(tmpdir, args):
     root = _root(tmpdir)
-    for args in (["--threads", "0"], ["--threads", "abc"], ["--threads", "-3"],
-                 ["--listen", "nonsense"], ["--listen", "127.0.0.1:99999"],
-                 ["--listen", "127.0.0.1:http"], ["--listen", "[::1"]):
-        a = ["--listen", "127.0.0.1:0", "--root", root] + args \
-            if args[0] != "--listen" else args + ["--root", root]
-        assert_usage_error(a)
+    a = ["--listen", "127.0.0.1:0", "--root", root] + args \
+        if args[0] != "--listen" else args + ["--root", root]
+    assert_usage_error(a)
 
 
 def test_nonexistent_root_exit_2(tmpdir):

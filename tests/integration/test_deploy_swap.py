@@ -16,7 +16,7 @@ import pytest
 from lib.cdp import Browser
 from lib.fault import preloaded
 from lib.kubelet import atomic_write
-from lib.server import Conn, Server, T, binary, get, req, wait_until
+from lib.server import ConfServer, Conn, T, binary, get, req, wait_until, write_config
 
 BIG = 100 * 1024            # above the cache's in-memory size: sent from the file
 OLD_CHUNK = "/assets/app.1a2b3c4d.js"
@@ -57,10 +57,7 @@ def _swap(link, target):
 
 
 def _start(tmpdir, lines):
-    conf = os.path.join(tmpdir, "lfhttpd.conf")
-    with open(conf, "w") as f:
-        f.write("log_level info\n" + "".join(l + "\n" for l in lines))
-    return Server(args=["--config", conf])
+    return ConfServer(tmpdir, ["log_level info"] + list(lines))
 
 
 def _switched(srv, root, target, generation, why="root_follow"):
@@ -268,21 +265,24 @@ def test_kubelet_volume_swap_under_load(tmpdir):
     assert srv.returncode == 0
 
 
-def test_root_grace_and_root_follow_values_are_checked(tmpdir):
-    for line, reason in (("root_grace 500ms", "root_grace"), ("root_grace forever", "root_grace"),
-                         ("root_follow maybe", "on or off")):
-        conf = os.path.join(tmpdir, "bad.conf")
-        with open(conf, "w") as f:
-            f.write("root %s\n%s\n" % (tmpdir, line))
-        p = subprocess.run([binary(), "-t", "--config", conf], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=T(30))
-        err = p.stderr.decode()
-        assert p.returncode != 0 and err.startswith("%s:2: " % conf) and reason in err, err
-    with open(conf, "w") as f:
-        f.write("root %s\nroot_grace 10m\nroot_follow off\n" % tmpdir)
+def _check(tmpdir, text):
+    conf = write_config(tmpdir, text, "check.conf")
     p = subprocess.run([binary(), "-t", "--config", conf], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=T(30))
-    assert p.returncode == 0, p.stderr
+    return p.returncode, p.stderr.decode(), conf
+
+
+@pytest.mark.parametrize("line,reason", [
+    ("root_grace 500ms", "root_grace"), ("root_grace forever", "root_grace"),
+    ("root_follow maybe", "on or off")])
+def test_root_grace_and_root_follow_values_are_checked(tmpdir, line, reason):
+    rc, err, conf = _check(tmpdir, "root %s\n%s\n" % (tmpdir, line))
+    assert rc != 0 and err.startswith("%s:2: " % conf) and reason in err, (line, err)
+
+
+def test_root_grace_and_root_follow_good_values_pass(tmpdir):
+    rc, err, _ = _check(tmpdir, "root %s\nroot_grace 10m\nroot_follow off\n" % tmpdir)
+    assert rc == 0, err
 
 
 PAGE = """<!doctype html><title>release %d</title>
@@ -350,12 +350,10 @@ def test_a_swap_while_the_rule_files_are_read_is_not_mixed_into_a_generation(tmp
     os.symlink("releases/1", current)
     late = os.path.join(tmpdir, "late-deploy")
     os.symlink("releases/3", late)
-    conf = os.path.join(tmpdir, "lfhttpd.conf")
-    with open(conf, "w") as f:
-        f.write("log_level info\nroot %s\nsite_rules_files on\n" % current)
     # the second reading of _headers (the first is the start's)
     env = preloaded(LFHTTPD_FAULT_RENAME="_headers %s %s 1" % (late, current))
-    srv = Server(args=["--config", conf], env=env)
+    srv = ConfServer(tmpdir, "log_level info\nroot %s\nsite_rules_files on\n" % current,
+                     env=env)
     try:
         r = get(srv, "/v.txt")
         assert (r.body, r.header("X-Release")) == (b"release 1\n", "1"), r

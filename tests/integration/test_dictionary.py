@@ -16,16 +16,15 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
-
 
 import pytest
 
-from lib import decode as _decode  # noqa: F401  (puts Debian's modules on the path)
-from lib.server import T, ConfServer, Server, get
-from lib.static import check_config, make_root
+import zstandard
+
+from lib.decode import decode
+from lib.server import T, ConfServer, get, wait_until
+from lib.static import check_config, make_root, wait_coding
 
 DCZ_MAGIC = bytes([0x5E, 0x2A, 0x4D, 0x18, 0x20, 0x00, 0x00, 0x00])
 AE = "gzip, deflate, br, zstd, dcz"
@@ -93,10 +92,8 @@ def metric(s, name):
 
 def wait_stored(s, n, timeout=60):
     """Until the store has taken n versions (bounded from the call)."""
-    deadline = time.monotonic() + T(timeout)
-    while metric(s, "lfhttpd_compress_dictionaries_stored_total") < n:
-        assert time.monotonic() < deadline, "the store never took %d versions" % n
-        time.sleep(0.05)
+    wait_until(lambda: metric(s, "lfhttpd_compress_dictionaries_stored_total") >= n, timeout,
+               step=0.05, what="the store taking %d versions" % n)
 
 
 def serve_dictionary(s, path, n):
@@ -113,46 +110,22 @@ def offer(s, path, dictionary, ae=AE, method="GET", extra=None):
     return get(s, path, method, headers=h)
 
 
-def wait_coding(s, path, coding, timeout=60):
-    """Ask for `path` in `coding` alone until it comes so (made in the background)."""
-    deadline = time.monotonic() + T(timeout)
-    while True:
-        r = get(s, path, headers={"Accept-Encoding": coding})
-        if r.header("Content-Encoding") == coding:
-            return r
-        assert time.monotonic() < deadline, "%s never came in %s" % (path, coding)
-        time.sleep(0.05)
-
-
 def wait_dcz(s, path, dictionary, timeout=60):
     """Offer `dictionary` for `path` until the answer is dcz; returns (dcz response, first)."""
-    deadline = time.monotonic() + T(timeout)
-    first = None
-    while True:
+    got = {}
+
+    def came():
         r = offer(s, path, dictionary)
         assert r.status == 200, r.status
-        first = first or r
-        if r.header("Content-Encoding") == "dcz":
-            return r, first
-        assert r.header("Content-Encoding") in (None, "br", "zstd", "gzip"), r.headers
-        assert time.monotonic() < deadline, "%s never came as dcz" % path
-        time.sleep(0.05)
-
-
-_CHILD = r"""
-import base64, json, sys, zstandard
-a = json.load(sys.stdin)
-d = zstandard.ZstdCompressionDict(base64.b64decode(a[0]), dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-try:
-    out = zstandard.ZstdDecompressor(dict_data=d).decompress(base64.b64decode(a[1]))
-    print(json.dumps(base64.b64encode(out).decode()))
-except zstandard.ZstdError as e:
-    print(json.dumps({"error": str(e)}))
-"""
+        got.setdefault("first", r)
+        got["last"] = r
+        assert r.header("Content-Encoding") in (None, "br", "zstd", "gzip", "dcz"), r.headers
+        return r.header("Content-Encoding") == "dcz"
+    wait_until(came, timeout, step=0.05, what="%s as dcz" % path)
+    return got["last"], got["first"]
 
 
 def get_decoded(r):
-    from lib.decode import decode
     return decode(r.header("Content-Encoding"), r.body)
 
 
@@ -162,17 +135,6 @@ def dcz_decode(dictionary, body):
     assert body[:8] == DCZ_MAGIC, body[:8]
     assert body[8:40] == sha(dictionary), "the header names another dictionary"
     frame = body[40:]
-    try:
-        import zstandard
-    except ImportError:   # another interpreter than Debian's: decode in Debian's
-        p = subprocess.run(["/usr/bin/python3", "-c", _CHILD], timeout=T(30),
-                           input=json.dumps([base64.b64encode(dictionary).decode(),
-                                             base64.b64encode(frame).decode()]).encode(),
-                           stdout=subprocess.PIPE, check=True)
-        out = json.loads(p.stdout)
-        if isinstance(out, dict):
-            raise ValueError(out["error"])
-        return base64.b64decode(out)
     d = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
     try:
         return zstandard.ZstdDecompressor(dict_data=d).decompress(frame)
@@ -196,7 +158,7 @@ def test_dcz_against_the_old_version(tmpdir):
     assert r.header("Content-Length") == str(len(r.body))
     assert dcz_decode(V1, r.body) == V2
     # The delta is a small part of the whole, and smaller than zstd alone.
-    zr = wait_coding(s, "/assets/app-v2.js", "zstd")
+    zr, _ = wait_coding(s, "/assets/app-v2.js", "zstd")
     assert len(r.body) < len(zr.body) / 2, (len(r.body), len(zr.body))
     # Against another dictionary the frame does not decode.
     try:
@@ -332,23 +294,21 @@ def test_corrupt_store_file_is_dropped(tmpdir):
         f.seek(100)
         f.write(b"XXXX")
     s2 = _srv(tmpdir)
-    deadline = time.monotonic() + T(60)
-    while os.path.exists(os.path.join(store, name)):   # the job that reads it drops it
+
+    def dropped():   # the job that reads it drops it
         r = offer(s2, "/assets/app-v2.js", V1)
-        assert r.status == 200 and r.header("Content-Encoding") != "dcz"
-        assert time.monotonic() < deadline, "the corrupt dictionary was never dropped"
-        time.sleep(0.05)
+        assert r.status == 200 and r.header("Content-Encoding") != "dcz", r
+        return not os.path.exists(os.path.join(store, name))
+    wait_until(dropped, 60, step=0.05, what="the corrupt dictionary dropped")
+
     # Identity until the file's ordinary variants are made (in the background), then one of
     # them; never dcz against the dropped dictionary.
-    deadline = time.monotonic() + T(60)
-    while True:
+    def ordinary():
         r = offer(s2, "/assets/app-v2.js", V1)
         enc = r.header("Content-Encoding")
         assert r.status == 200 and enc != "dcz", r
-        if enc in ("br", "zstd", "gzip"):
-            break
-        assert time.monotonic() < deadline, "no ordinary variant was ever made"
-        time.sleep(0.05)
+        return enc in ("br", "zstd", "gzip")
+    wait_until(ordinary, 60, step=0.05, what="an ordinary variant")
     assert metric(s2, "lfhttpd_compress_dcz_variants_total") == 0
 
 

@@ -16,7 +16,7 @@ import time
 
 from lib.fault import ALLOC, Baseline, Faults, sanitizer_env
 from lib.procs import write_script, zombies_of
-from lib.server import Conn, Server, T, fixture_tree, req, wait_until
+from lib.server import ConfServer, Conn, T, fixture_tree, req, wait_until
 from lib import tls as TLS
 
 SH = "#!/bin/sh\n"
@@ -56,12 +56,8 @@ def _server(tmpdir, faults, tls=False, extra=()):
     else:
         tree = fixture_tree(tmpdir)
         _add_site(tree.root)
-        conf = os.path.join(tmpdir, "faults.conf")
-        with open(conf, "w") as f:
-            f.write("\n".join(list(CONF) + list(extra)) + "\n")
-        srv = Server(root=tree.root, args=["--config", conf], env=env)
-        srv.tree = tree
-        srv.files = tree.files
+        srv = ConfServer(tmpdir, list(CONF) + list(extra), name="faults.conf", root=tree,
+                         env=env)
         srv.http = (srv.host, srv.port)
     return srv
 

@@ -15,7 +15,7 @@ import time
 from lib.fault import Baseline
 from lib.ops import parse_clf
 from lib.procs import write_script
-from lib.server import Conn, LISTEN_RE, Server, T, binary, fixture_tree, req, wait_until
+from lib.server import ConfServer, Conn, LISTEN_RE, Server, T, binary, fixture_tree, req, wait_until
 
 ERROR_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[(error|warn|notice|info|debug)\] ")
 
@@ -253,12 +253,9 @@ def test_access_log_directory_gone(tmpdir):
     os.makedirs(logs)
     tree_conf = ["access_log %s/access.log" % logs]
     tree = fixture_tree(tmpdir)
-    path = os.path.join(tmpdir, "gone.conf")
-    with open(path, "w") as f:
-        f.write("\n".join(tree_conf) + "\n")
     # One pool thread: a request's line is written (after its response) before the thread
     # can take the next signal, so no line of the old file lands in the new one.
-    srv = Server(root=tree.root, args=["--config", path], threads=1)
+    srv = ConfServer(tmpdir, tree_conf, name="gone.conf", root=tree.root, threads=1)
     base = Baseline(srv)
     with Conn(srv) as c:
         c.send(req("GET", "/one.txt"))

@@ -129,7 +129,7 @@ def test_http_client_stdlib(srv):
             body = r.read()
             assert r.status == 200, (path, r.status)
             assert body == srv.files[path], path
-            assert r.getheader("Server") == "lfhttpd"
+            assert r.getheader("Server") == "lfhttpd", path
             assert not r.will_close, "server wants to close an HTTP/1.1 keep-alive connection"
         c.request("GET", "/nope")
         r = c.getresponse()

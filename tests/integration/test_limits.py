@@ -25,8 +25,8 @@ def test_expect_100_static_gets_final_status_and_close(srv):
             c.send(req(method, "/one.txt", {"Expect": "100-continue", "Content-Length": "5"}))
             r = c.read_response(method)
             assert r.status == status, (method, r)
-            assert r.has_token("Connection", "close"), r.headers
-            assert c.wait_closed(3), "server waited for a body it will not read"
+            assert r.has_token("Connection", "close"), (method, status, r.headers)
+            assert c.wait_closed(3), (method, status, "server waited for a body it will not read")
 
 
 def test_expect_100_body_sent_anyway_is_not_a_request(srv):
@@ -66,7 +66,7 @@ def test_expect_100_curl(srv, tmpdir):
         p = curl(["-o", "/dev/null", "-w", "%{http_code} %{size_upload}", "-X", method,
                   "-H", "Expect: 100-continue", "--data-binary", "@" + body,
                   srv.url + "/one.txt"])
-        assert p.returncode == 0, p.stderr
+        assert p.returncode == 0, (method, status, p.stderr)
         assert p.stdout.decode().split() == [status, "0"], (method, p.stdout)
 
 

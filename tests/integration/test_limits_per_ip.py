@@ -14,6 +14,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from lib.server import (Conn, ConnectionClosed, REPO, T, fixture_server, fixture_tree, req,
                         wait_until)
 from lib.ops import run_lfhttpd, write_file, one_error_line
@@ -410,14 +412,17 @@ BAD = [
 ]
 
 
-def test_bad_values_are_file_line_reason(tmpdir):
-    for i, (text, lineno, want) in enumerate(BAD):
-        path = write_file(os.path.join(tmpdir, "bad%d.conf" % i), text)
-        rc, out, err = run_lfhttpd(["-t", "-c", path], cwd=tmpdir)
-        assert rc == 2, (text, rc, err)
-        line = one_error_line(err)
-        assert line.startswith("%s:%d: " % (path, lineno)), (text, line)
-        assert re.search(want, line, re.I), (text, line)
+@pytest.mark.parametrize("text,lineno,want", BAD)
+def test_bad_values_are_file_line_reason(tmpdir, text, lineno, want):
+    path = write_file(os.path.join(tmpdir, "bad.conf"), text)
+    rc, out, err = run_lfhttpd(["-t", "-c", path], cwd=tmpdir)
+    assert rc == 2, (text, rc, err)
+    line = one_error_line(err)
+    assert line.startswith("%s:%d: " % (path, lineno)), (text, line)
+    assert re.search(want, line, re.I), (text, line)
+
+
+def test_good_values_pass_the_check(tmpdir):
     good = write_file(os.path.join(tmpdir, "good.conf"), "root %s\n" % tmpdir + textwrap.dedent("""\
         limit_conn_per_ip 10
         limit_req_per_ip 600r/m burst=20

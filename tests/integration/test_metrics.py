@@ -10,9 +10,10 @@ import re
 import signal
 import ssl
 import subprocess
-import time
 
-from lib.server import Conn, Server, T, get, req, write_config
+import pytest
+
+from lib.server import ConfServer, Conn, T, get, req, wait_until, write_config
 from lib.procs import write_script
 from lib.tls import client_ctx, tls_server
 from lib.ops import run_lfhttpd
@@ -87,9 +88,9 @@ def site(tmpdir, cgi=False):
 
 def start(tmpdir, lines, listeners=2):
     root = site(tmpdir, cgi=True)
-    conf = write_config(tmpdir, ["root %s" % root, "admin_listen 127.0.0.1:0"] + list(lines))
-    srv = Server(root=root, args=["--config", conf], expect_listeners=listeners)
-    srv.conf = conf
+    srv = ConfServer(tmpdir, ["root %s" % root, "admin_listen 127.0.0.1:0"] + list(lines),
+                     root=root, expect_listeners=listeners)
+    srv.conf = srv.conf_path
     # The file's admin listener is kept in front of the command line's --listen.
     srv.admin = srv.addr(0)
     srv.public = srv.addr(1)
@@ -141,26 +142,43 @@ def test_exact_counts_histogram_and_promtool(tmpdir):
     assert srv.returncode == 0
 
 
-def test_admin_listen_serves_only_the_builtins(tmpdir):
+def _admin_server(tmpdir):
     h = subprocess.run(["openssl", "passwd", "-6", "-salt", "lfhttpdtest", "s3cret"],
                        stdout=subprocess.PIPE, check=True).stdout.decode().strip()
     users = os.path.join(tmpdir, "users")
     with open(users, "w") as f:
         f.write("ann:%s\n" % h)
-    srv = start(tmpdir, ["status_allow 10.0.0.0/8", 'auth_basic "closed"',
-                         "auth_basic_user_file %s" % users, "limit_req_per_ip 1r/m burst 1"])
+    return start(tmpdir, ["status_allow 10.0.0.0/8", 'auth_basic "closed"',
+                          "auth_basic_user_file %s" % users, "limit_req_per_ip 1r/m burst 1"])
+
+
+@pytest.fixture(scope="module")
+def admin_srv(shared_server):
+    """One server with an admin port, a closed site and a strict request limit."""
+    return shared_server(_admin_server)
+
+
+def test_admin_listen_public_port_keeps_the_sites_rules(admin_srv):
     # The public port: the site's authentication, then its limit.
-    assert get(srv.public, "/metrics").status == 401
-    assert get(srv.public, "/index.html").status == 429
+    assert get(admin_srv.public, "/metrics").status == 401
+    assert get(admin_srv.public, "/index.html").status == 429
+    assert get(admin_srv.admin, "/metrics", method="POST").status == 405
+
+
+@pytest.mark.parametrize("path,status", [
+    ("/healthz", 200), ("/livez", 200), ("/readyz", 200), ("/metrics", 200),
+    ("/server-status", 200), ("/server-status?json", 200), ("/index.html", 404), ("/", 404),
+    ("/healthzz", 404)])
+def test_admin_listen_serves_only_the_builtins(admin_srv, path, status):
     # The admin port: the built-ins for anyone who reaches it, nothing of the sites.
-    for _ in range(3):   # more than limit_req allows: the site's limits do not apply
-        for path, status in (("/healthz", 200), ("/livez", 200), ("/readyz", 200),
-                             ("/metrics", 200), ("/server-status", 200),
-                             ("/server-status?json", 200), ("/index.html", 404), ("/", 404),
-                             ("/healthzz", 404)):
-            r = get(srv.admin, path)
-            assert r.status == status, (path, r)
-    assert get(srv.admin, "/metrics", method="POST").status == 405
+    for i in range(3):   # more than limit_req allows: the site's limits do not apply
+        r = get(admin_srv.admin, path)
+        assert r.status == status, (path, i, r)
+
+
+def test_admin_listen_server_exits_cleanly(tmpdir):
+    srv = _admin_server(tmpdir)
+    assert get(srv.admin, "/healthz").status == 200
     srv.stop()
     assert srv.returncode == 0
 
@@ -207,10 +225,7 @@ def test_reload_keeps_counters(tmpdir):
     write_config(os.path.dirname(srv.conf), ["root %s" % root, "admin_listen 127.0.0.1:0",
                           "server z.test {", "}", "server a.test {", "}"], os.path.basename(srv.conf))
     srv.signal(signal.SIGHUP)
-    deadline = time.monotonic() + T(10)
-    while "generation 2" not in srv.stderr and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "generation 2" in srv.stderr, srv.stderr
+    wait_until(lambda: "generation 2" in srv.stderr, 10, what="generation 2 after SIGHUP")
     admin = srv.admin   # the same address: the reload keeps its socket
     assert get(admin, "/index.html").status == 404
     assert done(srv.public, "GET", "/", "a.test") == 200

@@ -9,6 +9,8 @@ import threading
 import time
 import warnings
 
+import pytest
+
 from lib.server import ConfServer, Conn, T, get, raw, req, wait_until
 from lib.ops import LogFile, one_error_line, parse_clf, parse_json_line, run_lfhttpd, write_file
 
@@ -74,6 +76,15 @@ def _assert_challenge(r):
     assert b"secret" not in r.body
 
 
+@pytest.fixture(scope="module")
+def auth_srv(shared_server):
+    """One server for the cases that only ask it something."""
+    return shared_server(lambda d: _start(d)[0])
+
+
+GOOD = base64.b64encode(b"alice:wonder land").decode()
+
+
 def test_no_credentials_401(tmpdir):
     s, _ = _start(tmpdir)
     _assert_challenge(get(s, "/private/secret.txt"))
@@ -83,47 +94,50 @@ def test_no_credentials_401(tmpdir):
     _assert_challenge(r)
 
 
-def test_right_credentials_200(tmpdir):
-    s, _ = _start(tmpdir)
-    for user, (kind, pw) in USERS.items():
-        r = get(s, "/private/secret.txt", headers={"Authorization": basic(user, pw)})
-        assert r.status == 200 and r.body == b"content of private/secret.txt\n", (user, kind, r)
-        assert r.header("WWW-Authenticate") is None
-    # the scheme name is case-insensitive
-    r = get(s, "/private/secret.txt", headers={"Authorization": "bAsIc " + base64.b64encode(
+@pytest.mark.parametrize("user", sorted(USERS))
+def test_right_credentials_200(auth_srv, user):
+    kind, pw = USERS[user]
+    r = get(auth_srv, "/private/secret.txt", headers={"Authorization": basic(user, pw)})
+    assert r.status == 200 and r.body == b"content of private/secret.txt\n", (user, kind, r)
+    assert r.header("WWW-Authenticate") is None, (user, r.headers)
+
+
+def test_the_scheme_name_is_case_insensitive(auth_srv):
+    r = get(auth_srv, "/private/secret.txt", headers={"Authorization": "bAsIc " + base64.b64encode(
         b"alice:wonder land").decode()})
     assert r.status == 200, r
 
 
-def test_wrong_credentials_401(tmpdir):
-    s, _ = _start(tmpdir)
-    for user, pw in (("alice", "wrong"), ("alice", ""), ("alice", "wonder land "),
-                     ("alice", "Wonder land"), ("bob", "b0b"), ("bob", "b0b:with"),
-                     ("carol", "c4rol\x00"), ("ALICE", "wonder land"),
-                     ("nobody-here", "wonder land"), ("", "wonder land"),
-                     ("alice:wonder land", "")):
-        _assert_challenge(get(s, "/private/secret.txt", headers={"Authorization": basic(user, pw)}))
+@pytest.mark.parametrize("user,pw", [
+    ("alice", "wrong"), ("alice", ""), ("alice", "wonder land "), ("alice", "Wonder land"),
+    ("bob", "b0b"), ("bob", "b0b:with"), ("carol", "c4rol\x00"), ("ALICE", "wonder land"),
+    ("nobody-here", "wonder land"), ("", "wonder land"), ("alice:wonder land", "")])
+def test_wrong_credentials_401(auth_srv, user, pw):
+    _assert_challenge(get(auth_srv, "/private/secret.txt",
+                          headers={"Authorization": basic(user, pw)}))
+
+
+def test_no_stale_acceptance(auth_srv):
     # right password, then a wrong one: no stale acceptance
-    assert get(s, "/private/secret.txt",
+    assert get(auth_srv, "/private/secret.txt",
                headers={"Authorization": basic("alice", "wonder land")}).status == 200
-    _assert_challenge(get(s, "/private/secret.txt",
+    _assert_challenge(get(auth_srv, "/private/secret.txt",
                           headers={"Authorization": basic("alice", "wonder lan")}))
 
 
-def test_malformed_authorization_401(tmpdir):
-    s, _ = _start(tmpdir)
-    good = base64.b64encode(b"alice:wonder land").decode()
-    for value in ("Basic", "Basic ", "Basic !!!!", "Basic " + good[:-1], "Basic " + good + "=",
-                  "Basic " + base64.b64encode(b"alice").decode(),          # no colon
-                  "Basic " + base64.b64encode(b"alice\x00:wonder land").decode(),
-                  "Basic " + "A" * 2000, "Bearer " + good, "Digest username=\"alice\"",
-                  good, "Basic" + good, "Basic " + good.replace("=", ""),
-                  "Basic =" + good):
-        r = get(s, "/private/secret.txt", headers={"Authorization": value})
-        assert r.status in (401, 400), (value, r)
-        if r.status == 401:
-            _assert_challenge(r)
-    assert get(s, "/public/hello.txt").status == 200   # still serving
+@pytest.mark.parametrize("value", [
+    "Basic", "Basic ", "Basic !!!!", "Basic " + GOOD[:-1], "Basic " + GOOD + "=",
+    "Basic " + base64.b64encode(b"alice").decode(),          # no colon
+    "Basic " + base64.b64encode(b"alice\x00:wonder land").decode(),
+    "Basic " + "A" * 2000, "Bearer " + GOOD, "Digest username=\"alice\"",
+    GOOD, "Basic" + GOOD, "Basic " + GOOD.replace("=", ""),
+    "Basic =" + GOOD])
+def test_malformed_authorization_401(auth_srv, value):
+    r = get(auth_srv, "/private/secret.txt", headers={"Authorization": value})
+    assert r.status in (401, 400), (value, r)
+    if r.status == 401:
+        _assert_challenge(r)
+    assert get(auth_srv, "/public/hello.txt").status == 200   # still serving
 
 
 def test_location_without_auth_unaffected(tmpdir):
@@ -138,15 +152,15 @@ def test_location_without_auth_unaffected(tmpdir):
     assert r.status == 200, "credentials on a public location must not matter"
 
 
-def test_path_tricks_do_not_bypass_auth(tmpdir):
-    s, _ = _start(tmpdir)
-    for target in ("//private/secret.txt", "/./private/secret.txt", "/public/../private/secret.txt",
-                   "/%70rivate/secret.txt", "/private/./secret.txt", "/private//secret.txt",
-                   "/private/pub/../secret.txt", "/private/pub/%2e%2e/secret.txt",
-                   "/x/..%2fprivate/secret.txt", "/private/secret.txt?x=1",
-                   "http://localhost/private/secret.txt"):
-        r = raw(s, req("GET", target))
-        assert r.status != 200 and b"content of private/secret" not in r.body, (target, r)
+@pytest.mark.parametrize("target", [
+    "//private/secret.txt", "/./private/secret.txt", "/public/../private/secret.txt",
+    "/%70rivate/secret.txt", "/private/./secret.txt", "/private//secret.txt",
+    "/private/pub/../secret.txt", "/private/pub/%2e%2e/secret.txt",
+    "/x/..%2fprivate/secret.txt", "/private/secret.txt?x=1",
+    "http://localhost/private/secret.txt"])
+def test_path_tricks_do_not_bypass_auth(auth_srv, target):
+    r = raw(auth_srv, req("GET", target))
+    assert r.status != 200 and b"content of private/secret" not in r.body, (target, r)
 
 
 def test_access_log_shows_user(tmpdir):
@@ -215,23 +229,32 @@ def _conf_with_htpasswd(tmpdir, ht_text):
     return conf, ht
 
 
-def test_refused_hash_formats(tmpdir):
+def _md5_apr1():
+    return subprocess.run(["openssl", "passwd", "-apr1", "pw"], stdout=subprocess.PIPE,
+                          check=True).stdout.decode().strip()
+
+
+@pytest.mark.parametrize("args", ["-t", "start"])
+@pytest.mark.parametrize("bad", [
+    "alice:plaintext", "APR1", "alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=",
+    "alice:" + crypt.crypt("pw", "ab"),                      # DES crypt
+    "alice:$1$abc$" + "x" * 22,                               # MD5-crypt
+    "alice:", "no-colon-at-all"])
+def test_refused_hash_formats(tmpdir, bad, args):
+    if bad == "APR1":
+        bad = "alice:" + _md5_apr1()
     good = "ok:" + bcrypt_hash("x") + "\n"
-    md5 = subprocess.run(["openssl", "passwd", "-apr1", "pw"], stdout=subprocess.PIPE,
-                         check=True).stdout.decode().strip()
-    for bad in ("alice:plaintext", "alice:" + md5, "alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=",
-                "alice:" + crypt.crypt("pw", "ab"),                      # DES crypt
-                "alice:$1$abc$" + "x" * 22,                               # MD5-crypt
-                "alice:", "no-colon-at-all"):
-        conf, ht = _conf_with_htpasswd(tmpdir, "# users\n" + good + bad + "\n")
-        for args in (["-t", "-c", conf], ["-c", conf, "--listen", "127.0.0.1:0", "--user", "root"]):
-            rc, out, err = run_lfhttpd(args)
-            assert rc == 2, (bad, args, rc, err)
-            line = one_error_line(err)
-            assert line.startswith(ht + ":3: "), "want '%s:3: reason' for %r, got %r" % (ht, bad,
-                                                                                       line)
-            assert "listening on" not in err
-    # a user file that does not exist / has no users
+    conf, ht = _conf_with_htpasswd(tmpdir, "# users\n" + good + bad + "\n")
+    args = (["-t", "-c", conf] if args == "-t" else
+            ["-c", conf, "--listen", "127.0.0.1:0", "--user", "root"])
+    rc, out, err = run_lfhttpd(args)
+    assert rc == 2, (bad, args, rc, err)
+    line = one_error_line(err)
+    assert line.startswith(ht + ":3: "), "want '%s:3: reason' for %r, got %r" % (ht, bad, line)
+    assert "listening on" not in err
+
+
+def test_user_file_without_users_or_missing(tmpdir):
     conf, ht = _conf_with_htpasswd(tmpdir, "# nobody\n")
     rc, out, err = run_lfhttpd(["-t", "-c", conf])
     assert rc == 2 and ht in one_error_line(err), err

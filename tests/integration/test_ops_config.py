@@ -404,7 +404,7 @@ def test_unwritable_log_paths_fail_the_check(tmpdir):
         rc, err, path = _check(tmpdir, _unwritable_log_conf(tmpdir, directive))
         assert rc == 2, "%s to a missing directory: -t exit status %s; stderr %r" % (
             directive, rc, err)
-        assert one_error_line(err).startswith(path + ":3: "), err
+        assert one_error_line(err).startswith(path + ":3: "), (directive, err)
 
 
 def test_unknown_user_or_group_refuses_to_start(tmpdir):
@@ -418,8 +418,8 @@ def test_unknown_user_or_group_refuses_to_start(tmpdir):
             return   # user/group only matter when started as root
         assert rc == 2, (directive, rc, err)
         assert name in one_error_line(err), err
-        assert "listening on" not in err
-        assert port_is_free(port)
+        assert "listening on" not in err, (directive, name)
+        assert port_is_free(port), (directive, name)
     # --user on the command line too
     rc, out, err = run_lfhttpd(["--root", root, "--listen", "127.0.0.1:0",
                                 "--user", "no-such-user-xyz"])
@@ -460,7 +460,7 @@ def test_check_binds_nothing(tmpdir):
                        ("root %s\nlisten 127.0.0.1:%d\nthreads zero\n" % (root, port), 2)):
         rc, err, _ = _check(tmpdir, text)
         assert rc == want, (text, rc, err)
-        assert port_is_free(port), "port %d bound after -t" % port
+        assert port_is_free(port), (text, want, "port %d bound after -t" % port)
 
 
 def test_check_bad_file_and_bad_root(tmpdir):

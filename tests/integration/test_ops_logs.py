@@ -294,8 +294,8 @@ def test_log_level_filters(tmpdir):
         port = free_port()
         s = ConfServer(tmpdir, "root %s\nlog_level %s\nlisten 127.0.0.1:%d\n"
                        % (tree.root, level, port), listen=(), known_port=port)
-        assert get(s, "/one.txt").status == 200
-        assert s.stop() == 0
+        assert get(s, "/one.txt").status == 200, (level, want, unwanted)
+        assert s.stop() == 0, (level, want, unwanted)
         for w in want:
             assert w in s.stderr, (level, s.stderr)
         for u in unwanted:

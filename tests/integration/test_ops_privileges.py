@@ -136,8 +136,8 @@ def test_nonexistent_user_exit_2(tmpdir):
                                          "group no-such-group-xyz\n")]):
         rc, out, err = run_lfhttpd(["--root", root, "--listen", "127.0.0.1:%d" % port] + args)
         assert rc == 2, (args, rc, err)
-        assert "no-such-" in one_error_line(err), err
-        assert port_is_free(port)
+        assert "no-such-" in one_error_line(err), (args, err)
+        assert port_is_free(port), args
 
 
 def test_logs_opened_before_drop_and_reopened_after(tmpdir):

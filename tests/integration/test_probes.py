@@ -6,6 +6,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from lib.procs import status_json
 from lib.server import ConfServer, Conn, T, binary, get, req, wait_until, write_config
 
@@ -29,8 +31,8 @@ def test_probes_while_serving(tmpdir):
         for path, body in (("/livez", b"alive\n"), ("/readyz", b"ready\n"), ("/healthz", b"ok\n")):
             r = get(srv, path)
             assert r.status == 200 and r.body == body, (path, r)
-            assert r.header("Cache-Control") == "no-store", r
-            assert r.header("Content-Type") == "text/plain; charset=utf-8", r
+            assert r.header("Cache-Control") == "no-store", (path, body, r)
+            assert r.header("Content-Type") == "text/plain; charset=utf-8", (path, body, r)
             assert get(srv, path, method="HEAD").status == 200
             assert get(srv, path, method="POST").status == 405
             assert get(srv, path + "x").status == 404, "only the exact path is a probe"
@@ -159,12 +161,17 @@ def test_probe_flag_gives_up_on_a_silent_server():
         ls.close()
 
 
-def test_probe_flag_usage_errors():
-    for url, why in (("ftp://x/", "only http:// URLs"), ("http://h:0/", "expected http://"),
-                     ("http://h:99999/", "expected http://"), ("http:///x", "expected http://"),
-                     ("http://h/a b", "plain request-target"), ("http://h/#f", "fragment")):
-        p = _probe(url)
-        assert p.returncode == 2 and why in p.stderr, (url, p)
-    for argv in (["--probe"], ["--probe", "http://h/", "--threads", "2"], ["--probe="]):
-        p = subprocess.run([binary()] + argv, capture_output=True, text=True, timeout=30)
-        assert p.returncode == 2 and "--probe takes one URL" in p.stderr, (argv, p)
+@pytest.mark.parametrize("url,why", [
+    ("ftp://x/", "only http:// URLs"), ("http://h:0/", "expected http://"),
+    ("http://h:99999/", "expected http://"), ("http:///x", "expected http://"),
+    ("http://h/a b", "plain request-target"), ("http://h/#f", "fragment")])
+def test_probe_flag_bad_url(url, why):
+    p = _probe(url)
+    assert p.returncode == 2 and why in p.stderr, (url, p)
+
+
+@pytest.mark.parametrize("argv", [["--probe"], ["--probe", "http://h/", "--threads", "2"],
+                                  ["--probe="]])
+def test_probe_flag_usage_errors(argv):
+    p = subprocess.run([binary()] + argv, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "--probe takes one URL" in p.stderr, (argv, p)

@@ -5,7 +5,7 @@ import signal
 import threading
 import time
 
-from lib.server import Conn, Server, T, free_port, get, req, wait_until
+from lib.server import ConfServer, Conn, T, free_port, get, req, wait_until
 
 
 def _setup(tmpdir):
@@ -26,8 +26,7 @@ def _write(path, text):
 def test_reload_switches_root_and_listeners(tmpdir):
     conf = _setup(tmpdir)
     p1, p2 = free_port(), free_port()
-    _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
-    s = Server(args=["--config", conf], listen=(), threads=2)
+    s = ConfServer(tmpdir, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir), listen=())
     try:
         assert get(("127.0.0.1", p1), "/v.txt").body == b"AAA"
         _write(conf, "listen 127.0.0.1:%d\nlisten 127.0.0.1:%d\nroot %s/b\n" % (p1, p2, tmpdir))
@@ -53,8 +52,7 @@ def test_reload_switches_root_and_listeners(tmpdir):
 def test_invalid_reload_keeps_the_running_configuration(tmpdir):
     conf = _setup(tmpdir)
     p1 = free_port()
-    _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
-    s = Server(args=["--config", conf], listen=(), threads=2)
+    s = ConfServer(tmpdir, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir), listen=())
     try:
         _write(conf, "listen 127.0.0.1:%d\nroot %s/b\nno_such_directive 1\n" % (p1, tmpdir))
         s.signal(signal.SIGHUP)
@@ -74,8 +72,7 @@ def test_invalid_reload_keeps_the_running_configuration(tmpdir):
 def test_keepalive_connection_switches_between_requests(tmpdir):
     conf = _setup(tmpdir)
     p1 = free_port()
-    _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
-    s = Server(args=["--config", conf], listen=(), threads=2)
+    s = ConfServer(tmpdir, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir), listen=())
     try:
         with Conn(("127.0.0.1", p1)) as c:
             c.send(req("GET", "/v.txt"))
@@ -93,8 +90,7 @@ def test_keepalive_connection_switches_between_requests(tmpdir):
 def test_reload_under_load_drops_nothing(tmpdir):
     conf = _setup(tmpdir)
     p1 = free_port()
-    _write(conf, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir))
-    s = Server(args=["--config", conf], listen=(), threads=2)
+    s = ConfServer(tmpdir, "listen 127.0.0.1:%d\nroot %s/a\n" % (p1, tmpdir), listen=())
     failures, counts = [], [0]
     stop = threading.Event()
     lock = threading.Lock()

@@ -11,7 +11,7 @@ import ssl
 import subprocess
 
 from lib.kubelet import atomic_write
-from lib.server import Conn, Server, T, get, req, wait_until
+from lib.server import ConfServer, Conn, Server, T, get, req, wait_until
 from lib.tls import the_pki
 
 
@@ -34,10 +34,8 @@ def _generation(srv, n, why="reload_on_change"):
 
 def test_editing_the_file_reloads_without_a_signal(tmpdir):
     _roots(tmpdir)
-    conf = os.path.join(tmpdir, "lfhttpd.conf")
-    with open(conf, "wb") as f:
-        f.write(_conf(tmpdir, "a"))
-    srv = Server(args=["--config", conf])
+    srv = ConfServer(tmpdir, _conf(tmpdir, "a"))
+    conf = srv.conf_path
     try:
         assert get(srv, "/v.txt").body == b"AAA"
         with Conn(srv) as c:           # a keep-alive connection takes the new one between requests
@@ -130,18 +128,16 @@ def test_files_the_configuration_names_are_watched(tmpdir):
                               check=True).stdout.decode().strip()
     with open(users, "w") as f:
         f.write("ann:%s\n" % hash_of("first"))
-    conf = os.path.join(tmpdir, "lfhttpd.conf")
-    with open(conf, "w") as f:
-        f.write(_conf(tmpdir, "a", [
-            "tls_listen 127.0.0.1:0",
-            "tls_certificate %s/tls.crt %s/tls.key" % (secret, secret),
-            "mime_types " + mime,
-            "location /private/ {", "    auth_basic Private",
-            "    auth_basic_user_file " + users, "}"]).decode())
     os.makedirs(os.path.join(tmpdir, "a", "private"))
     with open(os.path.join(tmpdir, "a", "private", "p.txt"), "w") as f:
         f.write("private\n")
-    srv = Server(args=["--config", conf], expect_listeners=2)
+    srv = ConfServer(tmpdir, _conf(tmpdir, "a", [
+        "tls_listen 127.0.0.1:0",
+        "tls_certificate %s/tls.crt %s/tls.key" % (secret, secret),
+        "mime_types " + mime,
+        "location /private/ {", "    auth_basic Private",
+        "    auth_basic_user_file " + users, "}"]), expect_listeners=2)
+    conf = srv.conf_path
     https = next((h, port) for s, h, port in srv.listeners if s == "https")
     http = next((h, port) for s, h, port in srv.listeners if s == "http")
 
@@ -201,10 +197,8 @@ def _inotify_fds(pid):
 
 def test_off_by_default_and_turned_on_by_a_reload(tmpdir):
     _roots(tmpdir)
-    conf = os.path.join(tmpdir, "lfhttpd.conf")
-    with open(conf, "w") as f:
-        f.write("root %s/a\n" % tmpdir)
-    srv = Server(args=["--config", conf])
+    srv = ConfServer(tmpdir, "root %s/a\n" % tmpdir)
+    conf = srv.conf_path
     try:
         # inotify instances are a per-user resource (128): a server watching nothing has none
         assert _inotify_fds(srv.proc.pid) == 0

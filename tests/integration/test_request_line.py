@@ -2,6 +2,8 @@
 methods, the HTTP/2 preface."""
 
 
+import pytest
+
 from lib.server import Conn, raw_bytes, req
 from lib.probe import answer_then_keepalive, closed_without_response, error_then_close
 
@@ -118,7 +120,7 @@ def test_higher_minor_versions_answered_as_http11(srv):
             c.send(b"GET /one.txt " + v + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
             r = c.read_response()
             assert r.status == 200 and r.has_token("Connection", "close"), (v, r.headers)
-            assert c.wait_closed(5)
+            assert c.wait_closed(5), v
 
 
 def test_malformed_version_400_close(srv):
@@ -152,15 +154,16 @@ def test_h2c_upgrade_ignored(srv):
 
 # ---- methods -----------------------------------------------------------------------------------
 
-def test_unknown_method_501_close(srv):
-    for m in (b"FOO", b"get", b"BREW", b"GETT"):
-        r = error_then_close(srv, m + b" /one.txt HTTP/1.1\r\nHost: x\r\n\r\n", 501)
+@pytest.mark.parametrize("m", [b"FOO", b"get", b"BREW", b"GETT"])
+def test_unknown_method_501_close(shared_srv, m):
+    error_then_close(shared_srv, m + b" /one.txt HTTP/1.1\r\nHost: x\r\n\r\n", 501)
 
 
-def test_known_methods_not_allowed_405_allow_keepalive(srv):
-    for m in ("POST", "PUT", "DELETE", "PATCH", "PROPFIND", "MKCOL", "LOCK", "PURGE"):
-        r = answer_then_keepalive(srv, req(m, "/one.txt", body=b"x=1"), 405, method=m)
-        assert _allow(r) == ["GET", "HEAD", "OPTIONS"], (m, r.headers)
+@pytest.mark.parametrize("m", ["POST", "PUT", "DELETE", "PATCH", "PROPFIND", "MKCOL", "LOCK",
+                               "PURGE"])
+def test_known_methods_not_allowed_405_allow_keepalive(shared_srv, m):
+    r = answer_then_keepalive(shared_srv, req(m, "/one.txt", body=b"x=1"), 405, method=m)
+    assert _allow(r) == ["GET", "HEAD", "OPTIONS"], (m, r.headers)
 
 
 def test_trace_disabled_405(srv):

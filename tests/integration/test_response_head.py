@@ -8,7 +8,7 @@ import re
 import signal
 import time
 
-from lib.server import ConfServer, Conn, Server, T, free_port, get, req, wait_until
+from lib.server import ConfServer, Conn, T, free_port, get, req, wait_until
 from lib.static import make_root, set_mtime
 
 
@@ -70,8 +70,8 @@ def test_reload_changes_the_cached_head(tmpdir):
             f.write(base + extra)
         os.rename(conf + ".tmp", conf)
 
-    write('add_header X-Gen "one"\ncache_control "max-age=10"\n')
-    s = Server(args=["--config", conf], listen=(), threads=2)
+    s = ConfServer(tmpdir, base + 'add_header X-Gen "one"\ncache_control "max-age=10"\n',
+                   listen=())
     try:
         with Conn(("127.0.0.1", port)) as c:
             c.send(req("GET", "/f.txt"))

@@ -16,6 +16,8 @@ import os
 import re
 import signal
 
+import pytest
+
 from lib.ops import run_lfhttpd, write_file
 from lib.server import ConfServer, Conn, req, wait_until
 
@@ -126,18 +128,22 @@ def test_auto_measures_once_and_says_what_it_chose(tmpdir):
     assert len(found) == 1, err
 
 
-def test_bad_values_name_the_line(tmpdir):
-    for bad in ("sendfile_min_size lots", "sendfile_min_size 2t", "sendfile_min_size -1",
-                "sendfile_min_size", "sendfile_min_size 1m 2m"):
-        conf = write_file(os.path.join(tmpdir, "bad.conf"), "root /tmp\n%s\n" % bad)
-        rc, _, err = run_lfhttpd(["-t", "--config", conf])
-        assert rc != 0, bad
-        assert "%s:2:" % conf in err and "sendfile_min_size" in err, (bad, err)
-    for good in MODES + ("64k",):
-        conf = write_file(os.path.join(tmpdir, "good.conf"),
-                          "root /tmp\nsendfile_min_size %s\n" % good)
-        rc, _, err = run_lfhttpd(["-t", "--config", conf])
-        assert rc == 0, (good, err)
+@pytest.mark.parametrize("bad", ["sendfile_min_size lots", "sendfile_min_size 2t",
+                                 "sendfile_min_size -1", "sendfile_min_size",
+                                 "sendfile_min_size 1m 2m"])
+def test_bad_values_name_the_line(tmpdir, bad):
+    conf = write_file(os.path.join(tmpdir, "bad.conf"), "root /tmp\n%s\n" % bad)
+    rc, _, err = run_lfhttpd(["-t", "--config", conf])
+    assert rc != 0, bad
+    assert "%s:2:" % conf in err and "sendfile_min_size" in err, (bad, err)
+
+
+@pytest.mark.parametrize("good", MODES + ("64k",))
+def test_good_values_pass_the_check(tmpdir, good):
+    conf = write_file(os.path.join(tmpdir, "good.conf"),
+                      "root /tmp\nsendfile_min_size %s\n" % good)
+    rc, _, err = run_lfhttpd(["-t", "--config", conf])
+    assert rc == 0, (good, err)
 
 
 def test_a_reload_to_auto_does_not_measure(tmpdir):

@@ -8,7 +8,7 @@ import threading
 
 from lib.ops import run_lfhttpd
 from lib.procs import write_script
-from lib.server import Conn, Server, get, raw, req, wait_until
+from lib.server import Conn, Server, get, raw, req, wait_until, write_config
 
 
 def _site(tmpdir, conf, files=None, redirects=None, headers=None):
@@ -24,10 +24,7 @@ def _site(tmpdir, conf, files=None, redirects=None, headers=None):
         _write(os.path.join(root, "_redirects"), redirects)
     if headers is not None:
         _write(os.path.join(root, "_headers"), headers)
-    path = os.path.join(str(tmpdir), "lfhttpd.conf")
-    with open(path, "w") as f:
-        f.write("log_level info\nroot %s\n%s" % (root, conf))
-    return root, path
+    return root, write_config(str(tmpdir), "log_level info\nroot %s\n%s" % (root, conf))
 
 
 def _write(path, text):

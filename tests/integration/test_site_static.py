@@ -232,7 +232,7 @@ def test_cors_on_deferred_and_streamed_responses(tmpdir):
     for path in ["/_test/delay/20", "/_test/stream/3"]:
         r = get(s, path, headers={"Origin": APP})
         assert r.status == 200 and r.header("Access-Control-Allow-Origin") == APP, (path, r)
-        assert "origin" in _vary(r), r.headers
+        assert "origin" in _vary(r), (path, r.headers)
         r = get(s, path, headers={"Origin": "https://evil.example"})
         assert r.status == 200 and _cors(r) == {}, (path, r.headers)
 
@@ -242,8 +242,8 @@ def test_cors_any_origin(tmpdir):
     for h in [{"Origin": APP}, {"Origin": "https://anyone.example"}, None]:
         r = get(s, "/api/data.json", headers=h)
         assert r.header("Access-Control-Allow-Origin") == "*", (h, r.headers)
-        assert r.header("Access-Control-Allow-Credentials") is None
-        assert "origin" not in _vary(r), r.headers   # the same answer for every origin
+        assert r.header("Access-Control-Allow-Credentials") is None, h
+        assert "origin" not in _vary(r), (h, r.headers)   # the same answer for every origin
     r = get(s, "/api/data.json", method="OPTIONS", headers=PREFLIGHT)
     assert r.status == 204 and r.header("Access-Control-Allow-Origin") == "*"
     assert r.header("Access-Control-Allow-Methods") == "GET, HEAD, POST"   # the default
@@ -366,7 +366,7 @@ def test_allow_deny_errors(tmpdir):
     for conf in ["allow 300.1.1.1\n", "deny 10.0.0.0/33\n", "allow everyone\n"]:
         rc, err, path = check_config(str(tmpdir), conf)
         assert rc == 2 and err.startswith(path + ":1: "), (conf, err)
-        assert "invalid address or CIDR range" in err, err
+        assert "invalid address or CIDR range" in err, (conf, err)
 
 
 # ---- the SPA fallback: navigations only --------------------------------------------------------

@@ -239,13 +239,13 @@ def test_304_carries_caching_headers(tmpdir):
     for h in [{"If-None-Match": etag}, {"If-Modified-Since": lm}]:
         n = get(s, "/g.css", headers=h)
         assert n.status == 304, (h, n.status)
-        assert n.header("ETag") == etag
-        assert n.header("Last-Modified") == lm
-        assert n.header("Cache-Control") == "public, max-age=60", n.headers
-        assert n.header("Vary") == "Accept-Encoding", n.headers
-        assert n.header("X-Frame-Options") == "DENY", n.headers
+        assert n.header("ETag") == etag, h
+        assert n.header("Last-Modified") == lm, h
+        assert n.header("Cache-Control") == "public, max-age=60", (h, n.headers)
+        assert n.header("Vary") == "Accept-Encoding", (h, n.headers)
+        assert n.header("X-Frame-Options") == "DENY", (h, n.headers)
         exp = parse_imf(n.header("Expires"))
-        assert abs(exp - (time.time() + 3600)) < 60, n.header("Expires")
+        assert abs(exp - (time.time() + 3600)) < 60, (h, n.header("Expires"))
 
 
 def test_etag_off(tmpdir):

@@ -92,9 +92,9 @@ def test_expires_on_head_206_and_directory_index(tmpdir):
     s = _srv(tmpdir, 'expires 1h\ncache_control "public"\n')
     for method, h in [("HEAD", {}), ("GET", {"Range": "bytes=0-1"}), ("GET", {})]:
         r = get(s, "/docs/", method, headers=h)
-        assert r.status in (200, 206), r.status
+        assert r.status in (200, 206), (method, h, r.status)
         assert r.header("Cache-Control") == "public", (method, h, r.headers)
-        assert abs(parse_imf(r.header("Expires")) - time.time() - 3600) < 60, r.headers
+        assert abs(parse_imf(r.header("Expires")) - time.time() - 3600) < 60, (method, h, r.headers)
 
 
 def test_add_header_per_location(tmpdir):
@@ -130,13 +130,21 @@ def test_add_header_per_location(tmpdir):
 
 # ---- error pages -----------------------------------------------------------------------------
 
-def test_error_page_custom_404(tmpdir):
-    s = _srv(tmpdir, "error_page 404 /404.html\nerror_page 403 /403.html\n")
-    for path in ["/nope", "/deep/er/nope.txt", "/.env", "/a/.hidden/x"]:
-        r = get(s, path)
-        assert r.status == 404, (path, r.status)
-        assert r.body == b"<h1>custom not found</h1>\n", (path, r.body)
-        assert r.header("Content-Type") == "text/html; charset=utf-8"
+@pytest.fixture(scope="module")
+def error_pages_srv(shared_server):
+    return shared_server(_srv, "error_page 404 /404.html\nerror_page 403 /403.html\n")
+
+
+@pytest.mark.parametrize("path", ["/nope", "/deep/er/nope.txt", "/.env", "/a/.hidden/x"])
+def test_error_page_custom_404_paths(error_pages_srv, path):
+    r = get(error_pages_srv, path)
+    assert r.status == 404, (path, r.status)
+    assert r.body == b"<h1>custom not found</h1>\n", (path, r.body)
+    assert r.header("Content-Type") == "text/html; charset=utf-8", (path, r.headers)
+
+
+def test_error_page_custom_404(error_pages_srv):
+    s = error_pages_srv
     r = get(s, "/emptydir/")
     assert r.status == 403 and r.body == b"<h1>custom forbidden</h1>\n", (r.status, r.body)
     r = get(s, "/nope", "HEAD")
@@ -174,14 +182,20 @@ def test_error_page_per_location_several_statuses(tmpdir):
 
 # ---- hidden files and symlinks -----------------------------------------------------------------
 
-def test_hidden_files_denied_by_default(tmpdir):
-    s = _srv(tmpdir, "# defaults\n")
-    for path in ["/.env", "/.git/config", "/.git/", "/a/.hidden/x", "/%2eenv", "/a/%2Ehidden/x",
-                 "/a/./.hidden/x", "/.well-known/acme-challenge/token"]:
-        r = get(s, path)
-        assert r.status == 404, (path, r.status)
-        assert b"SECRET" not in r.body and b"[core]" not in r.body
-    assert get(s, "/a/visible.txt").status == 200
+@pytest.fixture(scope="module")
+def defaults_srv(shared_server):
+    """One server with the defaults, for the cases that only ask it something."""
+    return shared_server(_srv, "# defaults\n")
+
+
+@pytest.mark.parametrize("path", [
+    "/.env", "/.git/config", "/.git/", "/a/.hidden/x", "/%2eenv", "/a/%2Ehidden/x",
+    "/a/./.hidden/x", "/.well-known/acme-challenge/token"])
+def test_hidden_files_denied_by_default(defaults_srv, path):
+    r = get(defaults_srv, path)
+    assert r.status == 404, (path, r.status)
+    assert b"SECRET" not in r.body and b"[core]" not in r.body, (path, r.body)
+    assert get(defaults_srv, "/a/visible.txt").status == 200
 
 
 def test_hidden_files_allow(tmpdir):
@@ -230,7 +244,7 @@ def test_symlinks_inside_default(tmpdir):
     for path in ["/link-out", "/link-etc/passwd", "/link-etc/", "/dangling"]:
         r = get(s, path)
         assert r.status == 404, (path, r.status)
-        assert PASSWD not in r.body
+        assert PASSWD not in r.body, path
 
 
 def test_symlink_absolute_target_inside_root(tmpdir):
@@ -240,15 +254,19 @@ def test_symlink_absolute_target_inside_root(tmpdir):
     assert r.status == 200 and r.body == HOME, r.status
 
 
-def test_symlinks_off(tmpdir):
-    s = _sym_srv(tmpdir, "off")
-    for path in ["/link-in.html", "/docs/link-up.html", "/link-dir/guide.txt", "/link-out",
-                 "/link-etc/passwd", "/link-abs-in.html"]:
-        r = get(s, path)
-        assert r.status in (403, 404), (path, r.status)
-        assert HOME not in r.body and PASSWD not in r.body
-    assert get(s, "/index.html").status == 200
-    assert get(s, "/docs/guide.txt").status == 200
+@pytest.fixture(scope="module")
+def symlinks_off_srv(shared_server):
+    return shared_server(_sym_srv, "off")
+
+
+@pytest.mark.parametrize("path", ["/link-in.html", "/docs/link-up.html", "/link-dir/guide.txt",
+                                  "/link-out", "/link-etc/passwd", "/link-abs-in.html"])
+def test_symlinks_off(symlinks_off_srv, path):
+    r = get(symlinks_off_srv, path)
+    assert r.status in (403, 404), (path, r.status)
+    assert HOME not in r.body and PASSWD not in r.body, (path, r.body)
+    assert get(symlinks_off_srv, "/index.html").status == 200
+    assert get(symlinks_off_srv, "/docs/guide.txt").status == 200
 
 
 def test_symlinks_any(tmpdir):
@@ -265,15 +283,17 @@ def test_symlinks_any(tmpdir):
 
 # ---- methods ---------------------------------------------------------------------------------
 
-def test_options_and_405(tmpdir):
-    s = _srv(tmpdir, "# defaults\n")
-    for path in ["/index.html", "/docs/", "*"]:
-        r = get(s, path, "OPTIONS")
-        assert r.status == 204, (path, r.status)
-        allow = {m.strip() for m in (r.header("Allow") or "").split(",")}
-        assert {"GET", "HEAD", "OPTIONS"} <= allow, (path, r.header("Allow"))
-        assert r.body == b""
-    with Conn(s) as c:
+@pytest.mark.parametrize("path", ["/index.html", "/docs/", "*"])
+def test_options(defaults_srv, path):
+    r = get(defaults_srv, path, "OPTIONS")
+    assert r.status == 204, (path, r.status)
+    allow = {m.strip() for m in (r.header("Allow") or "").split(",")}
+    assert {"GET", "HEAD", "OPTIONS"} <= allow, (path, r.header("Allow"))
+    assert r.body == b"", (path, r.body)
+
+
+def test_405_consumes_the_body(defaults_srv):
+    with Conn(defaults_srv) as c:
         for m in ["POST", "PUT", "DELETE", "PATCH"]:
             c.send(req(m, "/index.html", body=b"payload"))
             r = c.read_response()
@@ -292,13 +312,22 @@ def test_options_and_405(tmpdir):
 NAVIGATE = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
 
 
-def test_spa_fallback(tmpdir):
-    s = _srv(tmpdir, "spa_fallback /index.html\n")
-    for path in ["/dashboard", "/users/42/edit", "/deep/a/b/c?x=1", "/nope.html"]:
-        r = get(s, path, headers=NAVIGATE)
-        assert r.status == 200, (path, r.status)
-        assert r.body == HOME, (path, r.body)
-        assert r.header("Content-Type") == "text/html; charset=utf-8"
+@pytest.fixture(scope="module")
+def spa_srv(shared_server):
+    return shared_server(_srv, "spa_fallback /index.html\n")
+
+
+@pytest.mark.parametrize("path", ["/dashboard", "/users/42/edit", "/deep/a/b/c?x=1",
+                                  "/nope.html"])
+def test_spa_fallback_navigations(spa_srv, path):
+    r = get(spa_srv, path, headers=NAVIGATE)
+    assert r.status == 200, (path, r.status)
+    assert r.body == HOME, (path, r.body)
+    assert r.header("Content-Type") == "text/html; charset=utf-8", (path, r.headers)
+
+
+def test_spa_fallback(spa_srv):
+    s = spa_srv
     # Existing files and directories are still served as themselves.
     assert get(s, "/app.js").body == b"console.log(1)\n"
     assert get(s, "/docs/").body == b"<p>docs</p>\n"

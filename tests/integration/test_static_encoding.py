@@ -143,7 +143,7 @@ def test_identity_response_varies(tmpdir):
     for value, enc in [(None, None), ("gzip", "gzip"), ("br", "br")]:
         g = ae(s, "/a.css", value)
         h = ae(s, "/a.css", value, "HEAD")
-        assert h.status == 200 and h.body == b""
+        assert h.status == 200 and h.body == b"", (value, enc)
         for name in ("Content-Length", "Content-Encoding", "Content-Type", "ETag", "Vary"):
             assert h.header(name) == g.header(name), (value, name)
 

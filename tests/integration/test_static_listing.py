@@ -6,6 +6,8 @@ import json
 import os
 import urllib.parse
 
+import pytest
+
 from lib.server import ConfServer, get
 from lib.static import OLD, make_root, set_mtime
 
@@ -107,7 +109,7 @@ def test_listing_off_by_default(srv):
     for path in ["/", "/emptydir/"]:
         r = get(srv, path)
         assert r.status == 403, (path, r.status)
-        assert b"emptydir" not in r.body and b"small.html" not in r.body
+        assert b"emptydir" not in r.body and b"small.html" not in r.body, path
 
 
 def test_listing_per_location(tmpdir):
@@ -212,25 +214,40 @@ def test_hidden_files_listed_when_allowed(tmpdir):
     assert get(s, "/pub/.hidden").body == b"h"
 
 
-def test_json_listing(tmpdir):
-    s = _srv(tmpdir)
-    r = get(s, "/pub/", headers={"Accept": "application/json"})
+@pytest.fixture(scope="module")
+def listing_srv(shared_server):
+    """One server for the cases that only ask it something."""
+    return shared_server(_srv)
+
+
+@pytest.fixture(scope="module")
+def json_entries(listing_srv):
+    """The entries of /pub/'s JSON listing, by name."""
+    r = get(listing_srv, "/pub/", headers={"Accept": "application/json"})
     assert r.status == 200, r.status
-    assert r.header("Content-Type").split(";")[0].strip() == "application/json", r.headers
-    assert "accept" in (r.header("Vary") or "").lower(), r.headers
     data = json.loads(r.body.decode("utf-8"))
     entries = data if isinstance(data, list) else data.get("entries") or data.get("files")
     assert isinstance(entries, list), data
-    by_name = {e["name"]: e for e in entries}
-    assert set(by_name) == set(NAMES) | {SUBDIR, "withindex"}, sorted(by_name)
-    for n, d in NAMES.items():
-        e = by_name[n]
-        assert e["type"] == "file", e
-        assert e["size"] == len(d), (n, e)
-    assert by_name[SUBDIR]["type"] == "directory", by_name[SUBDIR]
+    return {e["name"]: e for e in entries}
+
+
+def test_json_listing(listing_srv, json_entries):
+    r = get(listing_srv, "/pub/", headers={"Accept": "application/json"})
+    assert r.status == 200, r.status
+    assert r.header("Content-Type").split(";")[0].strip() == "application/json", r.headers
+    assert "accept" in (r.header("Vary") or "").lower(), r.headers
+    assert set(json_entries) == set(NAMES) | {SUBDIR, "withindex"}, sorted(json_entries)
+    assert json_entries[SUBDIR]["type"] == "directory", json_entries[SUBDIR]
     # The HTML listing is the default; browsers' Accept gets HTML.
-    r = get(s, "/pub/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+    r = get(listing_srv, "/pub/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
     assert r.header("Content-Type").startswith("text/html")
+
+
+@pytest.mark.parametrize("name", sorted(NAMES))
+def test_json_listing_file_entry(json_entries, name):
+    e = json_entries[name]
+    assert e["type"] == "file", (name, e)
+    assert e["size"] == len(NAMES[name]), (name, e)
 
 
 def test_head_listing(tmpdir):

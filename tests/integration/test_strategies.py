@@ -165,7 +165,7 @@ def test_reuseport_reload_opens_and_closes_one_socket_per_thread(tmpdir):
                 if not chunk:
                     break
                 data += chunk
-        assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"<p>hello</p>\n"), data
+        assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"<p>hello</p>\n"), (port, data)
     write_file(srv.conf_path, conf % p2)
     os.kill(pid, signal.SIGHUP)
     wait_until(lambda: _listening_sockets(pid, p1) == 0, what="the old listener's sockets closed")

@@ -8,6 +8,8 @@ import socket
 import threading
 import time
 
+import pytest
+
 from lib.server import SCALE, ConfServer, Conn, Server, T, get, raw, raw_bytes, req
 from lib.procs import rss_kib
 
@@ -20,6 +22,12 @@ def start(tmpdir, threads=2, prefix="/_test/"):
         f.write("<!doctype html><title>x</title>\n")
     return Server(root=os.path.join(tmpdir, "root"), args=["--test-endpoints", prefix],
                   threads=threads)
+
+
+@pytest.fixture(scope="module")
+def endpoints_srv(shared_server):
+    """One server for the cases that only ask it something."""
+    return shared_server(start)
 
 
 def expected_bytes(n):
@@ -50,22 +58,30 @@ def test_prefix_from_config_file(tmpdir):
     assert get(srv, "/_test/bytes/3").status == 404
 
 
-def test_bytes(tmpdir):
-    srv = start(tmpdir)
-    for n in (0, 1, 63, 64, 65, 65536, 1000000):
-        r = get(srv, "/_test/bytes/%d" % n)
-        assert r.status == 200, (n, r)
-        assert r.header("Content-Length") == str(n)
-        assert r.header("Content-Type") == "application/octet-stream"
-        assert r.body == expected_bytes(n), n
-    r = get(srv, "/_test/bytes/5000", method="HEAD")
+@pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 65536, 1000000])
+def test_bytes(endpoints_srv, n):
+    r = get(endpoints_srv, "/_test/bytes/%d" % n)
+    assert r.status == 200, (n, r)
+    assert r.header("Content-Length") == str(n), (n, r.headers)
+    assert r.header("Content-Type") == "application/octet-stream", (n, r.headers)
+    assert r.body == expected_bytes(n), n
+
+
+def test_bytes_head(endpoints_srv):
+    r = get(endpoints_srv, "/_test/bytes/5000", method="HEAD")
     assert r.status == 200 and r.header("Content-Length") == "5000" and r.body == b""
-    for bad in ("104857601", "abc", "-1", "1e3", "99999999999999999999999"):
-        r = get(srv, "/_test/bytes/" + bad)
-        assert r.status == 400, (bad, r)
-        json.loads(r.body)
+
+
+@pytest.mark.parametrize("bad", ["104857601", "abc", "-1", "1e3", "99999999999999999999999"])
+def test_bad_byte_counts_400(endpoints_srv, bad):
+    r = get(endpoints_srv, "/_test/bytes/" + bad)
+    assert r.status == 400, (bad, r)
+    json.loads(r.body)
+
+
+def test_bytes_on_one_keepalive_connection(endpoints_srv):
     # several on one keep-alive connection, the largest allowed one in between
-    with Conn(srv, timeout=60) as c:
+    with Conn(endpoints_srv, timeout=60) as c:
         c.send(req("GET", "/_test/bytes/10"))
         assert c.read_response().body == expected_bytes(10)
         c.send(req("GET", "/_test/bytes/104857600"))
@@ -92,20 +108,22 @@ def test_bytes_to_a_slow_reader_uses_no_memory(tmpdir):
     assert during - before < 8 * 1024, "RSS grew by %d KiB while streaming" % (during - before)
 
 
-def test_status_codes(tmpdir):
-    srv = start(tmpdir)
-    for code in (200, 201, 204, 304, 400, 404, 405, 418, 500, 503, 599):
-        r = get(srv, "/_test/status/%d" % code)
-        assert r.status == code, (code, r)
-        if code in (204, 304):
-            assert r.body == b""
-        else:
-            assert r.body.startswith(b"%d " % code)
-        if code == 405:
-            assert r.header("Allow")
-    for bad in ("100", "199", "600", "2000", "x", ""):
-        r = get(srv, "/_test/status/" + bad)
-        assert r.status == 400, (bad, r)
+@pytest.mark.parametrize("code", [200, 201, 204, 304, 400, 404, 405, 418, 500, 503, 599])
+def test_status_codes(endpoints_srv, code):
+    r = get(endpoints_srv, "/_test/status/%d" % code)
+    assert r.status == code, (code, r)
+    if code in (204, 304):
+        assert r.body == b"", (code, r.body)
+    else:
+        assert r.body.startswith(b"%d " % code), (code, r.body)
+    if code == 405:
+        assert r.header("Allow"), r.headers
+
+
+@pytest.mark.parametrize("bad", ["100", "199", "600", "2000", "x", ""])
+def test_bad_status_codes_400(endpoints_srv, bad):
+    r = get(endpoints_srv, "/_test/status/" + bad)
+    assert r.status == 400, (bad, r)
 
 
 def test_echo(tmpdir):

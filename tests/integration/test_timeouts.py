@@ -204,13 +204,14 @@ def test_send_timeout_client_stops_reading(tmpdir):
             warm.send(req(method, path))
             warm.read_response(method)
     # let the warm-up connection's close land before taking the baseline
-    base, end = fd_count(pid), time.monotonic() + T(3)
-    while time.monotonic() < end:
+    counts = [fd_count(pid)]
+
+    def steady():   # the same count 0.1 s apart
         time.sleep(0.1)
-        now = fd_count(pid)
-        if now == base:
-            break
-        base = now
+        counts.append(fd_count(pid))
+        return counts[-1] == counts[-2]
+    wait_until(steady, 3, step=0)
+    base = counts[-1]
     c = Conn(srv, rcvbuf=4096)
     try:
         c.send(req("GET", "/huge.bin"))

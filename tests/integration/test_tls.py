@@ -13,8 +13,10 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from lib.server import (T, binary, fixture_tree, get, raw_bytes, req,
-                        sanitizer_report, sha256)
+                        sanitizer_report, sha256, wait_until, write_config)
 from lib.tls import (TLSConn, client_ctx, client_hello, connect, curl_tls,
                      s_client, the_pki, tls_server)
 
@@ -45,20 +47,27 @@ def subject_cn(sock):
 
 # ---- protocol versions, ALPN, SNI, chains ------------------------------------------------
 
-def test_curl_tls12_and_tls13_verified(tmpdir):
-    srv = tls_server(tmpdir)
-    for flags, ver in ((["--tlsv1.2", "--tls-max", "1.2"], "TLSv1.2"), (["--tlsv1.3"], "TLSv1.3")):
-        for name, kx in (("a.test", "ECDHE-RSA"), ("b.test", "ECDHE-ECDSA")):
-            for path in ("/kib.txt", "/16k1.bin", "/big.bin"):
-                p = curl_tls(srv, path, name, flags + ["-v", "-o", "-"])
-                err = p.stderr.decode("utf-8", "replace")
-                assert p.returncode == 0, (ver, name, path, err[-2000:])
-                assert p.stdout == srv.files[path], (ver, name, path, len(p.stdout))
-                assert "SSL connection using %s" % ver in err, err
-                assert "ALPN: server accepted http/1.1" in err, err
-                assert "subject: O=lfhttpd tests; CN=%s" % name in err, err
-                if ver == "TLSv1.2":
-                    assert kx in err, err   # ECDHE only, with the certificate's key type
+@pytest.fixture(scope="module")
+def two_certs_srv(shared_server):
+    """One server with a.test's and b.test's certificates, for the cases that only ask it."""
+    return shared_server(tls_server)
+
+
+@pytest.mark.parametrize("path", ["/kib.txt", "/16k1.bin", "/big.bin"])
+@pytest.mark.parametrize("name,kx", [("a.test", "ECDHE-RSA"), ("b.test", "ECDHE-ECDSA")])
+@pytest.mark.parametrize("ver", ["TLSv1.2", "TLSv1.3"])
+def test_curl_tls12_and_tls13_verified(two_certs_srv, ver, name, kx, path):
+    srv = two_certs_srv
+    flags = ["--tlsv1.2", "--tls-max", "1.2"] if ver == "TLSv1.2" else ["--tlsv1.3"]
+    p = curl_tls(srv, path, name, flags + ["-v", "-o", "-"])
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 0, (ver, name, path, err[-2000:])
+    assert p.stdout == srv.files[path], (ver, name, path, len(p.stdout))
+    assert "SSL connection using %s" % ver in err, err
+    assert "ALPN: server accepted http/1.1" in err, err
+    assert "subject: O=lfhttpd tests; CN=%s" % name in err, err
+    if ver == "TLSv1.2":
+        assert kx in err, err   # ECDHE only, with the certificate's key type
 
 
 def test_tls10_and_tls11_refused(tmpdir):
@@ -66,8 +75,8 @@ def test_tls10_and_tls11_refused(tmpdir):
     for flag in ("-tls1_1", "-tls1"):
         # SECLEVEL=0 lets this client offer the old version, so the refusal is the server's.
         rc, out = s_client(srv.https, [flag, "-cipher", "DEFAULT:@SECLEVEL=0"])
-        assert rc != 0, out
-        assert "alert protocol version" in out, out
+        assert rc != 0, (flag, out)
+        assert "alert protocol version" in out, (flag, out)
     ctx = client_ctx(maxv=ssl.TLSVersion.TLSv1_2)
     with TLSConn(srv.https, ctx=ctx) as c:
         assert c.sock.version() == "TLSv1.2"
@@ -98,14 +107,17 @@ def test_alpn(tmpdir):
         assert c.read_response().body == b"1"
 
 
-def test_sni_picks_certificate(tmpdir):
+@pytest.mark.parametrize("name,cn", [("a.test", "a.test"), ("b.test", "b.test"),
+                                     ("B.TEST", "b.test"), ("localhost", "a.test")])
+def test_sni_picks_certificate(two_certs_srv, name, cn):
+    with TLSConn(two_certs_srv.https, name=name) as c:
+        assert subject_cn(c.sock) == cn, (name, c.sock.getpeercert())
+        c.send(req("GET", "/kib.txt"))
+        assert c.read_response().body == two_certs_srv.files["/kib.txt"], name
+
+
+def test_sni_default_certificate(tmpdir):
     srv = tls_server(tmpdir)
-    for name, cn in (("a.test", "a.test"), ("b.test", "b.test"), ("B.TEST", "b.test"),
-                     ("localhost", "a.test")):
-        with TLSConn(srv.https, name=name) as c:
-            assert subject_cn(c.sock) == cn, (name, c.sock.getpeercert())
-            c.send(req("GET", "/kib.txt"))
-            assert c.read_response().body == srv.files["/kib.txt"]
     # No SNI, or a name no certificate claims: the first certificate is the default.
     ctx = client_ctx()
     ctx.check_hostname = False
@@ -310,8 +322,8 @@ def test_garbage_is_closed(tmpdir):
     for junk in (b"\x00\xff" * 300, b"garbage\r\n" * 40, bytes(range(256)) * 3):
         t0 = time.monotonic()
         data = raw_bytes(srv.https, junk, timeout=15)
-        assert len(data) < 64, data       # at most an alert
-        assert time.monotonic() - t0 < T(5)
+        assert len(data) < 64, (junk, data)       # at most an alert
+        assert time.monotonic() - t0 < T(5), junk
     # A record header that promises more than is sent: closed by the handshake timeout.
     t0 = time.monotonic()
     data = raw_bytes(srv.https, b"\x16\x03\x01\x40\x00" + b"x" * 100, timeout=15)
@@ -461,9 +473,9 @@ def test_passphrase_protected_key(tmpdir):
         assert c.read_response().body == srv.files["/kib.txt"]
     srv.stop()
     root = fixture_tree(os.path.join(tmpdir, "x")).root
-    conf = os.path.join(tmpdir, "nopass.conf")
-    with open(conf, "w") as f:
-        f.write("tls_listen 127.0.0.1:0\ntls_certificate %s %s\n" % (p.a_chain, p.a_key_enc))
+    conf = write_config(tmpdir, ["tls_listen 127.0.0.1:0",
+                                 "tls_certificate %s %s" % (p.a_chain, p.a_key_enc)],
+                        "nopass.conf")
     line = exit_2_one_line(["-c", conf, "--root", root])
     assert line.startswith(conf + ":2: ") and "encrypted" in line, line
     wrong = os.path.join(tmpdir, "wrong.txt")
@@ -496,33 +508,35 @@ def test_bad_certificate_or_key_exit_2(tmpdir):
     line = exit_2_one_line(base)
     assert "certificate" in line, line
     exit_2_one_line(base + ["--cert", p.a_chain, "--key", p.a_key, "--tls-listen", "nonsense"])
-    # From the configuration file: FILE:LINE.
-    conf = os.path.join(tmpdir, "bad.conf")
-    cases = [
-        ("tls_certificate %s %s" % (missing, p.a_key), ":2: "),
-        ("tls_certificate %s %s" % (p.a_chain, p.b_key), ":2: "),
-        ("tls_certificate %s" % p.a_chain, ":2: "),
-        ("tls_certificate %s %s\ntls_redirect_http maybe" % (p.a_chain, p.a_key), ":3: "),
-        ("tls_certificate %s %s\ntls_hsts -1" % (p.a_chain, p.a_key), ":3: "),
-        ("tls_certificate %s %s\ntimeout_handshake soon" % (p.a_chain, p.a_key), ":3: "),
-        ("tls_certificate %s %s bad/name" % (p.a_chain, p.a_key), ":2: "),
-    ]
-    for text, where in cases:
-        with open(conf, "w") as f:
-            f.write("tls_listen 127.0.0.1:0\n" + text + "\n")
-        line = exit_2_one_line(["-c", conf, "--root", root])
-        assert line.startswith(conf + where), (text, line)
+
+
+@pytest.mark.parametrize("text,where", [
+    ("tls_certificate %(missing)s %(a_key)s", ":2: "),
+    ("tls_certificate %(a_chain)s %(b_key)s", ":2: "),
+    ("tls_certificate %(a_chain)s", ":2: "),
+    ("tls_certificate %(a_chain)s %(a_key)s\ntls_redirect_http maybe", ":3: "),
+    ("tls_certificate %(a_chain)s %(a_key)s\ntls_hsts -1", ":3: "),
+    ("tls_certificate %(a_chain)s %(a_key)s\ntimeout_handshake soon", ":3: "),
+    ("tls_certificate %(a_chain)s %(a_key)s bad/name", ":2: ")])
+def test_bad_certificate_in_the_file_is_file_line(tmpdir, text, where):
+    p = the_pki()
+    root = fixture_tree(tmpdir).root
+    text = text % dict(missing=os.path.join(tmpdir, "missing.pem"), a_key=p.a_key,
+                       b_key=p.b_key, a_chain=p.a_chain)
+    conf = write_config(tmpdir, "tls_listen 127.0.0.1:0\n" + text + "\n", "bad.conf")
+    line = exit_2_one_line(["-c", conf, "--root", root])
+    assert line.startswith(conf + where), (text, line)
 
 
 def test_config_check_loads_certificates(tmpdir):
     p = the_pki()
     root = fixture_tree(tmpdir).root
-    conf = os.path.join(tmpdir, "ok.conf")
-    with open(conf, "w") as f:
-        f.write("tls_listen 127.0.0.1:0\ntls_certificate %s %s\ntls_certificate %s %s b.test\n"
-                "tls_redirect_http on\ntls_hsts 600\ntimeout_handshake 5s\n"
-                "tls_session_cache 1000\ntls_session_timeout 10m\n"
-                "tls_session_ticket_rotation 30m\n" % (p.a_chain, p.a_key, p.b_chain, p.b_key))
+    conf = write_config(tmpdir, "tls_listen 127.0.0.1:0\ntls_certificate %s %s\n"
+                        "tls_certificate %s %s b.test\n"
+                        "tls_redirect_http on\ntls_hsts 600\ntimeout_handshake 5s\n"
+                        "tls_session_cache 1000\ntls_session_timeout 10m\n"
+                        "tls_session_ticket_rotation 30m\n"
+                        % (p.a_chain, p.a_key, p.b_chain, p.b_key), "ok.conf")
     rc, err = run(["-t", "-c", conf, "--root", root])
     assert rc == 0 and "is valid" in err, err
     with open(conf, "a") as f:
@@ -566,10 +580,8 @@ def test_sighup_reloads_certificates_without_dropping_connections(tmpdir):
                                  "tls_certificate %s %s\ntls_certificate %s %s"
                                  % (p.b_chain, p.b_key, p.a_chain, p.a_key)))
         srv.signal(signal.SIGHUP)
-        end = time.monotonic() + T(5)
-        while "generation 2" not in srv.stderr and time.monotonic() < end:
-            time.sleep(0.05)
-        assert "generation 2" in srv.stderr, srv.stderr
+        wait_until(lambda: "generation 2" in srv.stderr, 5, step=0.05,
+                   what="'generation 2' after SIGHUP")
         with TLSConn(srv.https, name=None, ctx=ctx) as new:
             assert subject_cn(new.sock) == "b.test", "new connections must get the new certificate"
             new.send(req("GET", "/one.txt"))
@@ -582,10 +594,8 @@ def test_sighup_reloads_certificates_without_dropping_connections(tmpdir):
         with open(srv.conf, "a") as f:
             f.write("tls_certificate %s %s\n" % (p.a_chain, p.b_key))  # key does not match
         srv.signal(signal.SIGHUP)
-        end = time.monotonic() + T(5)
-        while "not reloaded" not in srv.stderr and time.monotonic() < end:
-            time.sleep(0.05)
-        assert "not reloaded" in srv.stderr, srv.stderr
+        wait_until(lambda: "not reloaded" in srv.stderr, 5, step=0.05,
+                   what="'not reloaded' after SIGHUP")
         with TLSConn(srv.https, name=None, ctx=ctx) as c:
             assert subject_cn(c.sock) == "b.test"
     finally:

@@ -8,7 +8,11 @@
 #   summary                the last line, "N passed, N failed (S s)"; false if anything failed
 #                          (a harness may define summary_note: it prints just before that line)
 #   fatal TEXT             a failure that makes the rest meaningless: bad, summary, exit 1
+#   free_port              a loopback TCP port no socket holds now, outside the kernel's
+#                          ephemeral range (lib.server.free_port, the suite's one: a port
+#                          from bind(0), closed again, is the next client socket's to take)
 # shellcheck shell=bash
+CHECK_LIB=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 pass=0
 fail=0
 t0=$SECONDS
@@ -29,4 +33,7 @@ fatal() {
     bad "$*"
     summary
     exit 1
+}
+free_port() {
+    PYTHONPATH="$CHECK_LIB/.." python3 -c 'from lib.server import free_port; print(free_port())'
 }

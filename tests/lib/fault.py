@@ -15,11 +15,10 @@ counters are the server's own (atomic increments in the shared page)."""
 import mmap
 import os
 import struct
-import time
 
 from lib.probe import fd_count
 from lib.procs import rss_kib
-from lib.server import BUILD, REPO
+from lib.server import BUILD, REPO, wait_until
 
 POINTS = ("malloc", "calloc", "realloc", "memalign", "open", "accept", "pipe", "epoll_ctl",
           "spawn", "pread")
@@ -128,15 +127,14 @@ def task_count(pid):
 def settle(srv, timeout=10.0):
     """Wait until the server's thread count has stopped changing (the pool threads are created
     after the `listening` lines, and a fault armed before that would hit their creation)."""
-    from lib.server import T
-    deadline = time.monotonic() + T(timeout)
-    last, same = -1, 0
-    while time.monotonic() < deadline and same < 6:
-        n = task_count(srv.proc.pid)
-        same = same + 1 if n == last else 0
-        last = n
-        time.sleep(0.05)
-    return last
+    seen = []
+
+    def steady():   # the same count 7 times in a row
+        seen.append(task_count(srv.proc.pid))
+        del seen[:-7]
+        return len(seen) == 7 and len(set(seen)) == 1
+    wait_until(steady, timeout, step=0.05)
+    return seen[-1]
 
 
 class Baseline:

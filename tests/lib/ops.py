@@ -17,7 +17,7 @@ import re
 import subprocess
 import time
 
-from .server import T, binary, fixture_server, sanitizer_report
+from .server import T, binary, fixture_server, sanitizer_report, wait_until
 
 
 def run_lfhttpd(args, cwd=None, timeout=10):
@@ -76,16 +76,11 @@ class LogFile:
 
     def wait_lines(self, n, timeout=5.0, settle=0.0):
         """Wait until the file has at least n complete lines; returns all of them."""
-        deadline = time.monotonic() + T(timeout)
-        while True:
+        if not wait_until(lambda: self.raw().count(b"\n") >= n, timeout):
             data = self.raw()
             have = data.count(b"\n")
-            if have >= n:
-                break
-            assert time.monotonic() < deadline, \
-                "%s: %d lines after %.0fs, want %d:\n%s" % (self.path, have, T(timeout), n,
-                                                           data[-2000:].decode("latin-1"))
-            time.sleep(0.02)
+            assert have >= n, "%s: %d lines after %.0fs, want %d:\n%s" % (
+                self.path, have, T(timeout), n, data[-2000:].decode("latin-1"))
         if settle:
             time.sleep(settle)
         return self.lines()

@@ -141,12 +141,19 @@ _registry_lock = threading.Lock()
 _created = []   # every Server started since the last take_created()
 
 
-def take_created():
-    """Return (and forget) the servers created since the last call (tests/conftest.py)."""
+def take_created(since=0):
+    """Return (and forget) the servers created since the last call (tests/conftest.py), or
+    only those after the first `since` of them (created_mark())."""
     with _registry_lock:
-        out = list(_created)
-        del _created[:]
+        out = list(_created[since:])
+        del _created[since:]
     return out
+
+
+def created_mark():
+    """How many servers take_created() would return now: a mark for take_created(since)."""
+    with _registry_lock:
+        return len(_created)
 
 
 # The concurrency strategy every server is started with ("" = the default, leader-followers).

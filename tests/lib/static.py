@@ -3,13 +3,14 @@
     make_root(dir, files, mtime=OLD)           create files {rel: bytes} with a fixed mtime
     parse_multipart(resp)                      the parts of a multipart/byteranges response
     check_config(tmpdir, conf)                 run `lfhttpd -t -c FILE`: (status, stderr)
+    wait_coding(s, path, coding)               ask until the compressed variant is served
 """
 
 import os
 import re
 import subprocess
 
-from .server import REPO, T, binary, sanitizer_report, write_config
+from .server import REPO, T, binary, get, sanitizer_report, wait_until, write_config
 
 MIME_TYPES = os.path.join(REPO, "conf", "mime.types")
 OLD = 1700000000          # the fixture's mtime (Tue, 14 Nov 2023 22:13:20 GMT)
@@ -25,6 +26,24 @@ def check_config(tmpdir, conf, name="lfhttpd.conf", extra=()):
     rep = sanitizer_report(err)
     assert rep is None, "sanitizer report:\n" + rep
     return p.returncode, err, path
+
+
+def wait_coding(s, path, coding, value=None, timeout=60):
+    """Ask for `path` with Accept-Encoding `value` (default: the coding alone) until the
+    response comes in `coding` (the variant is made in the background): every answer until
+    then is a 200 in identity. Returns (that response, the first one); the wait is bounded
+    from the first request."""
+    got = {}
+
+    def came():
+        r = get(s, path, headers={"Accept-Encoding": value or coding})
+        assert r.status == 200, (path, r.status)
+        assert r.header("Content-Encoding") in (None, coding), (path, coding, r.headers)
+        got.setdefault("first", r)
+        got["last"] = r
+        return r.header("Content-Encoding") == coding
+    wait_until(came, timeout, what="%s in %s" % (path, coding), step=0.05)
+    return got["last"], got["first"]
 
 
 def make_root(root, files, mtime=OLD):

@@ -2,8 +2,8 @@
 
     the_pki()                 the test PKI (lib/pki.py), made once in BUILD/test-pki/
     tls_server(tmpdir, extra=(), plain=False, certs=None, threads=2)
-                              a Server with a TLS listener (and a plain one if plain=True),
-                              configured through a generated configuration file; srv.https is
+                              a ConfServer with a TLS listener (and a plain one if
+                              plain=True), its file tmpdir/tls.conf (srv.conf); srv.https is
                               the (host, port) of the TLS listener, srv.tree the fixture docroot
                               (with /16k1.bin, 16 KiB + 1 bytes, added)
     client_ctx(minv, maxv)    an ssl.SSLContext verifying against the test CA, ALPN http/1.1
@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from lib.pki import Pki, make_pki
-from lib.server import BUILD, REPO, Conn, Server, T, curl, fixture_tree  # noqa: F401
+from lib.server import BUILD, REPO, ConfServer, Conn, Server, T, curl, fixture_tree  # noqa: F401
 
 _pki = None
 
@@ -66,19 +66,11 @@ def tls_server(tmpdir, extra=(), plain=False, certs=None, threads=2, start=True)
     tree.files["/16k1.bin"] = SIXTEEN_K1
     if certs is None:
         certs = ["%s %s" % (p.a_chain, p.a_key), "%s %s" % (p.b_chain, p.b_key)]
-    conf = os.path.join(tmpdir, "tls.conf")
-    with open(conf, "w") as f:
-        f.write("tls_listen 127.0.0.1:0\n")
-        for c in certs:
-            f.write("tls_certificate %s\n" % c)
-        for line in extra:
-            f.write(line + "\n")
-    srv = Server(root=tree.root, listen=("127.0.0.1:0",) if plain else (),
-                 args=["--config", conf], threads=threads,
-                 expect_listeners=2 if plain else 1, start=start)
-    srv.tree = tree
-    srv.files = tree.files
-    srv.conf = conf
+    conf = ["tls_listen 127.0.0.1:0"] + ["tls_certificate %s" % c for c in certs] + list(extra)
+    srv = ConfServer(tmpdir, conf, name="tls.conf", root=tree,
+                     listen=("127.0.0.1:0",) if plain else (), threads=threads,
+                     expect_listeners=2 if plain else 1, start=start)
+    srv.conf = srv.conf_path
     srv.pki = p
     if start:
         _find(srv)

@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from lib.server import REPO, T
 
 SLEEPERS = '''
@@ -28,6 +30,25 @@ def test_sleeps_past_the_default():
 @pytest.mark.timeout(30)
 def test_sleeps_within_its_own():
     time.sleep(3)
+'''
+
+TIMEOUTS = '''
+import pytest
+import pytest_timeout
+
+
+def _say(request, test_timeout):
+    applied = pytest_timeout._get_item_settings(request.node).timeout
+    print("\\nTIMEOUT %s fixture=%g plugin=%g" % (request.node.name, test_timeout, applied))
+
+
+def test_default(request, test_timeout):
+    _say(request, test_timeout)
+
+
+@pytest.mark.timeout(300)
+def test_own(request, test_timeout):
+    _say(request, test_timeout)
 '''
 
 FAILING = '''
@@ -63,6 +84,25 @@ def test_a_server_that_reports(srv):
 
 def test_a_server_that_does_not(srv):
     assert srv.port == 9
+'''
+
+SHARED = '''
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def one(shared_server):
+    from lib.server import Server
+    return shared_server(lambda d: Server(root=d))
+
+
+@pytest.mark.parametrize("case", [1, 2, 3])
+def test_each_case_asks_the_same_server(one, case):
+    assert one.alive()
+    with open(os.environ["PIDS_FILE"], "a") as f:
+        f.write("%d\\n" % one.proc.pid)
 '''
 
 LEFTOVERS = '''
@@ -136,6 +176,22 @@ def test_a_test_may_set_its_own_timeout(tmpdir):
     assert rc == 1, out
 
 
+@pytest.mark.parametrize("build,scale", [("build", 1), ("build-asan", 3), ("build-tsan", 3),
+                                         ("build-arm64", 1)])
+def test_timeouts_are_scaled_for_a_sanitizer_build(tmpdir, build, scale):
+    """60 s per test, and a test's own longer figure, x3 when the build directory's name says
+    "san" (a test's own figure is never below the run's: 300 s here)."""
+    tree = _copy(tmpdir, {"test_timeouts.py": TIMEOUTS})
+    os.makedirs(os.path.join(tree, build), exist_ok=True)
+    out, lines, rc = _pytest(tree, "-s", "-p", "no:xdist", "--build=" + build,
+                             "tests/integration/test_timeouts.py", env={"PYTEST_TIMEOUT": ""})
+    assert rc == 0, out
+    said = sorted(l.split(None, 1)[1] for l in lines if l.startswith("TIMEOUT "))
+    assert said == ["test_default fixture=%g plugin=%g" % (60 * scale, 60 * scale),
+                    "test_own fixture=%g plugin=%g" % (300 * scale, 300 * scale)], out
+    assert "(timeouts x%g)" % scale in out, out
+
+
 def test_a_sanitizer_report_fails_the_test_that_started_the_server(tmpdir):
     tree = _copy(tmpdir, {"test_servers.py": SERVERS}, fake_server=True)
     out, lines, rc = _pytest(tree, "-k", "reports", env={"FAKE_REPORT": "1"})
@@ -146,6 +202,21 @@ def test_a_sanitizer_report_fails_the_test_that_started_the_server(tmpdir):
     assert rc == 1, out
     out, lines, rc = _pytest(tree, "-k", "does_not")
     assert "1 passed" in lines[-1] and rc == 0, out
+
+
+def test_a_shared_server_outlives_each_case_and_is_checked_after_the_last(tmpdir):
+    tree = _copy(tmpdir, {"test_shared.py": SHARED}, fake_server=True)
+    pids_file = os.path.join(tmpdir, "pids")
+    out, lines, rc = _pytest(tree, env={"PIDS_FILE": pids_file})
+    assert rc == 0 and "3 passed" in lines[-1], out
+    with open(pids_file) as f:
+        pids = f.read().split()
+    assert len(pids) == 3 and len(set(pids)) == 1, (pids, out)    # one server, not killed
+    out, lines, rc = _pytest(tree, env={"PIDS_FILE": pids_file, "FAKE_REPORT": "1"})
+    assert any(l.startswith("ERROR tests/integration/test_shared.py::"
+                            "test_each_case_asks_the_same_server[3] - conftest.ServerProblem: "
+                            "sanitizer report in shared server") for l in lines), out
+    assert "3 passed, 1 error" in lines[-1] and rc == 1, out
 
 
 def test_processes_a_test_leaves_are_killed_after_it(tmpdir):

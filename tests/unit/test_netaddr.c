@@ -1,4 +1,4 @@
-/* test_cidr.c — unit tests for the CIDR allow-lists of server/base/netaddr.c (status_allow,
+/* test_netaddr.c — unit tests for the CIDR allow-lists of server/base/netaddr.c (status_allow,
  * trusted_proxies) */
 #include "base/hostport.h"
 #include "base/netaddr.h"
