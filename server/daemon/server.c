@@ -280,6 +280,9 @@ static void publish_runtime(struct server *srv, struct runtime *rt)
     atomic_store(&srv->conns.max, rt->cfg.max_connections);
     atomic_store(&srv->drain_timeout, rt->cfg.drain_timeout);
     atomic_store(&srv->drain_delay, rt->cfg.drain_delay);
+    /* Its values from the environment are hidden on every thread's error log lines from now
+     * on, those of the generation it replaces no longer (diag.h). */
+    diag_publish(rt->cfg.secrets, rt->cfg.nsecrets);
     runtime_publish(&srv->conns.current, rt);
 }
 
