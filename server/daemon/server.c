@@ -462,6 +462,21 @@ static void listen_on_passed(const struct systemd_state *sd, struct config *cfg)
                                       CONFIG_MAX_LISTEN - cfg->nlisten);
 }
 
+/* Before the first runtime is built: the error log first (as root, before dropping privileges,
+ * like the listeners), so that every message from here on, a socket from systemd refused or a
+ * port in use included, is a line of it in its format; then the sockets systemd passed. */
+static int open_log_and_passed(struct server *srv, struct config *cfg)
+{
+    if (log_open(cfg->error_log) < 0)
+        return -1;
+    if (systemd_init(&srv->sd, TICK_MS) < 0)
+        return -1;
+    srv->sd.summary = status_summary;
+    srv->sd.summary_arg = srv;
+    listen_on_passed(&srv->sd, cfg);
+    return 0;
+}
+
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
@@ -477,13 +492,9 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
-    if (!test_only) { /* -t takes no socket: they stay for the server it checks for */
-        if (systemd_init(&srv->sd, TICK_MS) < 0)
-            return -1;
-        srv->sd.summary = status_summary;
-        srv->sd.summary_arg = srv;
-        listen_on_passed(&srv->sd, cfg);
-    }
+    /* -t takes no socket (they stay for the server it checks for) and prints on stderr */
+    if (!test_only && open_log_and_passed(srv, cfg) < 0)
+        return -1;
     struct runtime *rt = runtime_build(srv, cfg, ++srv->generation);
     if (!rt)
         return -1;
@@ -520,8 +531,6 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     if (add_core_handles(srv) < 0)
         return -1;
 
-    if (log_open(c->error_log) < 0)
-        return -1;
     if (drop_privileges(c) < 0)
         return -1;
 

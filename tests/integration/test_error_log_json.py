@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 
 from lib.ops import run_lfhttpd, write_file
 from lib.server import ConfServer, get, wait_until
@@ -93,3 +94,55 @@ def test_error_log_format_takes_plain_or_json(tmpdir):
     lines = open(log).read().splitlines()
     assert lines and all(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\w+\] ", l)
                          for l in lines), lines
+
+
+def _json_lines(text):
+    """Every line of `text` one error-log object (asserted): the objects."""
+    out = []
+    for line in text.splitlines():
+        obj = json.loads(line)  # a plain line fails here
+        assert sorted(obj) == ["level", "msg", "time"] and TIME_RE.match(obj["time"]), line
+        out.append(obj)
+    return out
+
+
+def test_a_start_up_failure_after_the_configuration_is_read_is_a_json_line(tmpdir):
+    """A port in use, or a Unix socket another server accepts on, is found after the
+    configuration is read: the failure goes through the error log in its format (JSON here, on
+    stderr and in a file), and the exit status is 2."""
+    root = os.path.join(tmpdir, "www")
+    write_file(os.path.join(root, "v.txt"), "v")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    sock_path = os.path.join(tmpdir, "other.sock")
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    other.bind(sock_path)
+    other.listen(1)
+    as_root = ["--user", "root"] if os.geteuid() == 0 else []  # as Server does
+    try:
+        port = busy.getsockname()[1]
+        cases = [("listen 127.0.0.1:%d" % port,
+                  "listen 127.0.0.1:%d: Address already in use" % port),
+                 ("listen unix:%s" % sock_path,
+                  "listen unix:%s: another server accepts on this socket" % sock_path)]
+        for listen, want in cases:
+            conf = write_file(os.path.join(tmpdir, "t.conf"), "error_log_format json\n"
+                              "root %s\n%s\n" % (root, listen))
+            rc, out, err = run_lfhttpd(as_root + ["-c", conf])
+            assert rc == 2 and out == "", (rc, out, err)
+            objs = _json_lines(err)
+            assert [o["msg"] for o in objs if o["level"] == "error"] == ["lfhttpd: " + want], err
+            # The same into a file: nothing plain left on stderr.
+            log = os.path.join(tmpdir, "error.log")
+            write_file(conf, "error_log %s\nerror_log_format json\nroot %s\n%s\n"
+                       % (log, root, listen))
+            rc, out, err = run_lfhttpd(as_root + ["-c", conf])
+            assert rc == 2 and out + err == "", (rc, out, err)
+            with open(log) as f:
+                objs = _json_lines(f.read())
+            os.unlink(log)
+            assert [o["msg"] for o in objs if o["level"] == "error"] == ["lfhttpd: " + want], objs
+    finally:
+        busy.close()
+        other.close()
