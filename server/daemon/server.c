@@ -462,15 +462,16 @@ static void listen_on_passed(const struct systemd_state *sd, struct config *cfg)
                                       CONFIG_MAX_LISTEN - cfg->nlisten);
 }
 
-/* Before the first runtime is built: the error log first (as root, before dropping privileges,
- * like the listeners), so that every message from here on, a socket from systemd refused or a
- * port in use included, is a line of it in its format; then the sockets systemd passed. */
-static int open_log_and_passed(struct server *srv, struct config *cfg)
+/* The sockets systemd passed, before the first runtime is built (their listeners are part of
+ * its configuration). A socket refused is not a configuration error: its reason is a line of
+ * the error log in its format, as a port in use is (see server_init). */
+static int take_passed(struct server *srv, struct config *cfg)
 {
-    if (log_open(cfg->error_log) < 0)
+    if (systemd_init(&srv->sd, TICK_MS) < 0) {
+        if (log_open(cfg->error_log) == 0)
+            log_error("%s", srv->sd.error);
         return -1;
-    if (systemd_init(&srv->sd, TICK_MS) < 0)
-        return -1;
+    }
     srv->sd.summary = status_summary;
     srv->sd.summary_arg = srv;
     listen_on_passed(&srv->sd, cfg);
@@ -492,8 +493,8 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
-    /* -t takes no socket (they stay for the server it checks for) and prints on stderr */
-    if (!test_only && open_log_and_passed(srv, cfg) < 0)
+    /* -t takes no socket: they stay for the server it checks for */
+    if (!test_only && take_passed(srv, cfg) < 0)
         return -1;
     struct runtime *rt = runtime_build(srv, cfg, ++srv->generation);
     if (!rt)
@@ -502,6 +503,11 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     if (test_only)
         return 0; /* -t: the configuration is valid; bind nothing */
     const struct config *c = &rt->cfg;
+    /* The configuration is accepted (its errors, as -t prints them, are behind us): from here
+     * on every message, a port in use or a Unix socket another server accepts on included, is
+     * a line of the error log in its format. Opened as root, like the listeners. */
+    if (log_open(c->error_log) < 0)
+        return -1;
 
     /* The pool before the listeners: they follow its strategy (reuseport: one per thread). */
     srv->nhs = c->concurrency == CONC_REUSEPORT ? c->threads : 1;
