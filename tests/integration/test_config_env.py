@@ -306,7 +306,9 @@ def test_lfhttpd_variables_stand_for_their_flags(tmpdir):
         assert {srv.addr(0), srv.addr(1)} == {("127.0.0.1", p1), ("127.0.0.1", p2)}
         assert get(("127.0.0.1", p2), "/v.txt").body == b"AAA"
         # the variable's threads over the file's (LFHTTPD_CONFIG was read), and the model
-        assert "with 3 threads (half-sync-half-async;" in srv.stderr, srv.stderr
+        # (the start-up line is written before the first answer, but read by another thread)
+        assert wait_until(lambda: "with 3 threads (half-sync-half-async;" in srv.stderr, 10), \
+            srv.stderr
         assert "serving ${LFHTTPD_ROOT} with" in srv.stderr and a not in srv.stderr, srv.stderr
     finally:
         srv.stop()
@@ -318,7 +320,7 @@ def test_lfhttpd_variables_stand_for_their_flags(tmpdir):
     try:
         assert len(srv.listeners) == 1 and srv.port != p1, srv.listeners
         assert get(srv, "/v.txt").body == b"BBB"
-        assert "with 2 threads" in srv.stderr, srv.stderr
+        assert wait_until(lambda: "with 2 threads" in srv.stderr, 10), srv.stderr
     finally:
         srv.stop()
     assert srv.returncode == 0
