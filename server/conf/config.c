@@ -183,13 +183,15 @@ void config_free(struct config *cfg)
 }
 
 int config_add_secret(struct config *cfg, const char *written, size_t wlen, const char *value,
-                      size_t vlen)
+                      size_t vlen, bool shown)
 {
     for (unsigned i = 0; i < cfg->nsecrets; i++)
         if (cfg->secrets[i].vlen == vlen && cfg->secrets[i].wlen == wlen &&
             !memcmp(cfg->secrets[i].value, value, vlen) &&
-            !memcmp(cfg->secrets[i].written, written, wlen))
+            !memcmp(cfg->secrets[i].written, written, wlen)) {
+            cfg->secrets[i].shown |= shown;
             return 0;
+        }
     struct diag_secret *ns = realloc(cfg->secrets, (cfg->nsecrets + 1) * sizeof(*ns));
     if (ns)
         cfg->secrets = ns;
@@ -202,7 +204,7 @@ int config_add_secret(struct config *cfg, const char *written, size_t wlen, cons
     block[wlen] = '\0';
     memcpy(block + wlen + 1, value, vlen);
     block[wlen + 1 + vlen] = '\0';
-    ns[cfg->nsecrets++] = (struct diag_secret){ block, wlen, block + wlen + 1, vlen };
+    ns[cfg->nsecrets++] = (struct diag_secret){ block, wlen, block + wlen + 1, vlen, shown };
     diag_secrets(cfg->secrets, cfg->nsecrets);
     return 0;
 }

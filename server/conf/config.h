@@ -121,9 +121,10 @@ enum config_result config_from_args(struct config *cfg, int argc, char **argv);
 /* Hide `value` (vlen bytes), written as `written` (wlen bytes), from the messages about `cfg`
  * (diag.h): copies both and makes the thread's diag_secrets() cfg's. 0, or -1 (message). A
  * successful config_from_args() leaves them the thread's: diag_secrets(NULL, 0) once the
- * messages about that configuration are printed (and before config_free). */
+ * messages about that configuration are printed (and before config_free). shown: a value of a
+ * directive the server prints on purpose (diag_secret.shown; once for a value, for good). */
 int config_add_secret(struct config *cfg, const char *written, size_t wlen, const char *value,
-                      size_t vlen);
+                      size_t vlen, bool shown);
 /* What the TLS context is built from (tls_ctx_create): views into `cfg`, valid as long as it. */
 void config_tls_settings(const struct config *cfg, struct tls_settings *out);
 

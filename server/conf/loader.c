@@ -195,11 +195,24 @@ static int directive_line(struct loader *ld, const char *where, unsigned lineno,
 
 #define LINE_MAX_LEN 4096 /* a line of the file, and a line's values once substituted */
 
-/* A value `written` that took `value` from the environment: hide it, and each variable's own
- * value (a message may quote a piece of the value), behind the references as written. */
-static int note_secrets(struct config *cfg, const char *written, const char *value)
+/* The directives whose values the server prints once in service (README: listeners in the
+ * start-up log, threads and concurrency on the status page, server names in /metrics). */
+static bool shown_directive(const char *name)
 {
-    if (config_add_secret(cfg, written, strlen(written), value, strlen(value)) < 0)
+    static const char *const shown[] = { "listen", "tls_listen", "admin_listen", "threads",
+                                         "concurrency", "server", NULL };
+    for (size_t i = 0; shown[i]; i++)
+        if (!strcmp(name, shown[i]))
+            return true;
+    return false;
+}
+
+/* A value `written` that took `value` from the environment: hide it, and each variable's own
+ * value (a message may quote a piece of the value), behind the references as written. shown:
+ * diag_secret.shown. */
+static int note_secrets(struct config *cfg, const char *written, const char *value, bool shown)
+{
+    if (config_add_secret(cfg, written, strlen(written), value, strlen(value), shown) < 0)
         return -1;
     for (const char *p = strstr(written, "${"); p; p = strstr(p + 2, "${")) {
         if (p > written && p[-1] == '$')
@@ -213,7 +226,7 @@ static int note_secrets(struct config *cfg, const char *written, const char *val
         memcpy(name, p + 2, len);
         name[len] = '\0';
         const char *v = getenv(name);
-        if (v && *v && config_add_secret(cfg, p, (size_t)(end + 1 - p), v, strlen(v)) < 0)
+        if (v && *v && config_add_secret(cfg, p, (size_t)(end + 1 - p), v, strlen(v), shown) < 0)
             return -1;
     }
     return 0;
@@ -236,7 +249,7 @@ static int substitute(struct config *cfg, char **args, int n, char *buf, size_t 
             diag("%s: %s\n", where, err);
             return -1;
         }
-        if (used && note_secrets(cfg, args[i], buf + pos) < 0)
+        if (used && note_secrets(cfg, args[i], buf + pos, shown_directive(args[0])) < 0)
             return -1;
         args[i] = buf + pos;
         pos += (size_t)len + 1;
@@ -644,6 +657,13 @@ static const char *const env_flags[] = { "listen", "tls-listen", "root", "thread
                                          "concurrency", "user", NULL };
 #define ENV_VALUE_MAX 1024 /* a variable's value, its addresses included */
 
+/* Is `flag`'s value one the server prints on purpose (shown_directive's)? */
+static bool shown_flag(const char *flag)
+{
+    return !strcmp(flag, "listen") || !strcmp(flag, "tls-listen") ||
+           !strcmp(flag, "threads") || !strcmp(flag, "concurrency");
+}
+
 /* The variable for `flag` into var[cap]; its value hidden from the messages (diag.h) like a
  * ${NAME}'s. Returns the value (NULL: unset or empty), or sets *err on failure. */
 static const char *env_flag(struct config *cfg, const char *flag, char *var, size_t cap,
@@ -657,7 +677,7 @@ static const char *env_flag(struct config *cfg, const char *flag, char *var, siz
         return NULL;
     char ref[80];
     int rlen = snprintf(ref, sizeof(ref), "${%s}", var);
-    *err = config_add_secret(cfg, ref, (size_t)rlen, v, strlen(v)) < 0;
+    *err = config_add_secret(cfg, ref, (size_t)rlen, v, strlen(v), shown_flag(flag)) < 0;
     return *err ? NULL : v;
 }
 
@@ -686,7 +706,7 @@ static int env_options(struct config *cfg)
              t = list ? strtok_r(NULL, ", \t", &save) : NULL) {
             char ref[80]; /* each address of a list is hidden on its own too */
             int rlen = snprintf(ref, sizeof(ref), "${%s}", var);
-            if (config_add_secret(cfg, ref, (size_t)rlen, t, strlen(t)) < 0 ||
+            if (config_add_secret(cfg, ref, (size_t)rlen, t, strlen(t), list) < 0 ||
                 cli_option(cfg, &cl, env_flags[k], t, var) < 0)
                 return -1;
         }

@@ -41,16 +41,19 @@ int main(int argc, char **argv)
     static struct server srv;
     if (server_init(&srv, &cfg, argc, argv, &exchange_layer) < 0) {
         server_destroy(&srv);
+        diag_publish(NULL, 0);
         return 2;
     }
     if (test_only) {
         diag("lfhttpd: configuration %s is valid\n", file ? file : "(command line)");
         diag_secrets(NULL, 0);
         server_destroy(&srv);
+        diag_publish(NULL, 0);
         return 0;
     }
     diag_secrets(NULL, 0); /* the messages about the configuration are behind us */
     server_run(&srv);
     server_destroy(&srv);
+    diag_publish(NULL, 0); /* the last line is written: the values can go */
     return 0;
 }

@@ -280,6 +280,9 @@ static void publish_runtime(struct server *srv, struct runtime *rt)
     atomic_store(&srv->conns.max, rt->cfg.max_connections);
     atomic_store(&srv->drain_timeout, rt->cfg.drain_timeout);
     atomic_store(&srv->drain_delay, rt->cfg.drain_delay);
+    /* Its values from the environment are hidden on every thread's error log lines from now
+     * on, those of the generation it replaces no longer (diag.h). */
+    diag_publish(rt->cfg.secrets, rt->cfg.nsecrets);
     runtime_publish(&srv->conns.current, rt);
 }
 
@@ -459,6 +462,22 @@ static void listen_on_passed(const struct systemd_state *sd, struct config *cfg)
                                       CONFIG_MAX_LISTEN - cfg->nlisten);
 }
 
+/* The sockets systemd passed, before the first runtime is built (their listeners are part of
+ * its configuration). A socket refused is not a configuration error: its reason is a line of
+ * the error log in its format, as a port in use is (see server_init). */
+static int take_passed(struct server *srv, struct config *cfg)
+{
+    if (systemd_init(&srv->sd, TICK_MS) < 0) {
+        if (log_open(cfg->error_log) == 0)
+            log_error("%s", srv->sd.error);
+        return -1;
+    }
+    srv->sd.summary = status_summary;
+    srv->sd.summary_arg = srv;
+    listen_on_passed(&srv->sd, cfg);
+    return 0;
+}
+
 int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
                 const struct exchange_layer *layer)
 {
@@ -474,13 +493,9 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     srv->started = time(NULL);
 
     bool test_only = cfg->test_only;
-    if (!test_only) { /* -t takes no socket: they stay for the server it checks for */
-        if (systemd_init(&srv->sd, TICK_MS) < 0)
-            return -1;
-        srv->sd.summary = status_summary;
-        srv->sd.summary_arg = srv;
-        listen_on_passed(&srv->sd, cfg);
-    }
+    /* -t takes no socket: they stay for the server it checks for */
+    if (!test_only && take_passed(srv, cfg) < 0)
+        return -1;
     struct runtime *rt = runtime_build(srv, cfg, ++srv->generation);
     if (!rt)
         return -1;
@@ -488,6 +503,11 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     if (test_only)
         return 0; /* -t: the configuration is valid; bind nothing */
     const struct config *c = &rt->cfg;
+    /* The configuration is accepted (its errors, as -t prints them, are behind us): from here
+     * on every message, a port in use or a Unix socket another server accepts on included, is
+     * a line of the error log in its format. Opened as root, like the listeners. */
+    if (log_open(c->error_log) < 0)
+        return -1;
 
     /* The pool before the listeners: they follow its strategy (reuseport: one per thread). */
     srv->nhs = c->concurrency == CONC_REUSEPORT ? c->threads : 1;
@@ -517,8 +537,6 @@ int server_init(struct server *srv, struct config *cfg, int argc, char **argv,
     if (add_core_handles(srv) < 0)
         return -1;
 
-    if (log_open(c->error_log) < 0)
-        return -1;
     if (drop_privileges(c) < 0)
         return -1;
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,23 @@
 #include "base/clock.h"
 #include "conf/config.h"
 #include "log/log.h"
-#include "log/diag.h"
 
 /* STATUS= from the tick is rebuilt every this many ticks (once a second at 250 ms) and sent
  * only when it changed. */
 #define STATUS_TICKS 4
+
+/* The first reason systemd_init fails, into sd->error. */
+static void fail(struct systemd_state *sd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail(struct systemd_state *sd, const char *fmt, ...)
+{
+    if (sd->error[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sd->error, sizeof(sd->error), fmt, ap);
+    va_end(ap);
+}
 
 int systemd_init(struct systemd_state *sd, unsigned tick_ms)
 {
@@ -35,7 +48,7 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
     char **names = NULL;
     int n = sd_listen_fds_with_names(1, &names);
     if (n < 0) {
-        diag("lfhttpd: sockets passed by systemd: %s\n", strerror(-n));
+        fail(sd, "lfhttpd: sockets passed by systemd: %s", strerror(-n));
         return -1;
     }
     int rc = 0;
@@ -44,7 +57,7 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
         const char *name = names && names[i] ? names[i] : "unknown";
         if (rc < 0 || sd->nsockets == SYSTEMD_MAX_SOCKETS) {
             if (rc == 0)
-                diag("lfhttpd: systemd passed %d sockets; at most %d are served\n", n,
+                fail(sd, "lfhttpd: systemd passed %d sockets; at most %d are served", n,
                      SYSTEMD_MAX_SOCKETS);
             rc = -1;
             close(fd);
@@ -57,8 +70,8 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
         if ((sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) <= 0 &&
              sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) ||
             getsockname(fd, (struct sockaddr *)&s->ss, &s->sslen) < 0) {
-            diag("lfhttpd: socket %d ('%s') passed by systemd is not a listening stream "
-                 "socket (ListenStream= with an address, a port or a path)\n", fd, name);
+            fail(sd, "lfhttpd: socket %d ('%s') passed by systemd is not a listening stream "
+                 "socket (ListenStream= with an address, a port or a path)", fd, name);
             close(fd);
             rc = -1;
             continue;
@@ -67,7 +80,7 @@ int systemd_init(struct systemd_state *sd, unsigned tick_ms)
          * says NonBlocking=yes, and the acceptor needs EAGAIN. */
         int fl = fcntl(fd, F_GETFL);
         if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-            diag("lfhttpd: socket '%s' passed by systemd: %s\n", name, strerror(errno));
+            fail(sd, "lfhttpd: socket '%s' passed by systemd: %s", name, strerror(errno));
             close(fd);
             rc = -1;
             continue;

@@ -48,6 +48,7 @@ struct systemd_state {
     unsigned watchdog_ticks;     /* ping every this many timer ticks; 0: no watchdog */
     unsigned ticks;              /* timer ticks seen (only the timer handler touches it) */
     char status[160];            /* the last STATUS= sent from the tick */
+    char error[256];             /* why systemd_init failed (its first reason) */
     /* Writes the one-line summary STATUS= carries (set by the server before any notification;
      * systemd.c knows nothing of what it summarises). */
     void (*summary)(void *arg, char *out, size_t size);
@@ -56,8 +57,9 @@ struct systemd_state {
 
 /* Take the sockets systemd passed (and remove LISTEN_* from the environment, so that no child
  * sees them), read NOTIFY_SOCKET and WatchdogSec. `tick_ms` is the timer's period. Call before
- * any thread starts. Prints one line and returns -1 when a passed socket cannot be served (not
- * a listening TCP socket, too many). */
+ * any thread starts. Returns -1 when a passed socket cannot be served (not a listening stream
+ * socket, too many), the reason in sd->error (one line, no newline): the caller prints it once
+ * the error log is open, in its format. */
 int systemd_init(struct systemd_state *sd, unsigned tick_ms);
 /* Close the inherited sockets. */
 void systemd_close(struct systemd_state *sd);

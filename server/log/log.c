@@ -126,8 +126,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
     int m = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     size_t mlen = m < 0 ? 0 : (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1;
-    if (mlen && diag_hiding()) { /* a message about a configuration being read (diag.h) */
-        mlen = diag_scrub(msg, mlen, line, sizeof(line));
+    if (mlen && diag_scrubbing()) { /* values from the environment (diag.h) */
+        mlen = diag_scrub_line(msg, mlen, line, sizeof(line));
         memcpy(msg, line, mlen);
     }
     size_t len = log_line(line, &tm, level, msg, mlen);

@@ -2,10 +2,13 @@
 any value, `include FILE|PATTERN` (relative to the including file, in name order, cycles
 refused), errors as FILE:LINE: reason, and reload_on_change for the files a pattern adds."""
 
+import json
 import os
 import re
 import signal
 import subprocess
+
+import pytest
 
 from lib.ops import one_error_line, run_lfhttpd, write_file
 from lib.server import ConfServer, Server, T, binary, free_port, get, wait_until
@@ -70,6 +73,96 @@ def test_a_value_from_the_environment_stays_out_of_the_check_output(tmpdir):
     rc, out, err = _check(tmpdir, path, {"LF_TEST_SECRET": "s3cr3t-value"})
     assert rc == 0, err
     assert "s3cr3t-value" not in out + err, (out, err)
+    # The same value where -t has something to say about it: the message quotes the line's
+    # value, and it shows the reference (without the hiding, the value would be there).
+    path = write_file(os.path.join(tmpdir, "u.conf"),
+                      "root %s\nadd_header X-Token \"${LF_TEST_SECRET}\"\n"
+                      "expires \"${LF_TEST_SECRET}\"\n" % root)
+    rc, out, err = _check(tmpdir, path, {"LF_TEST_SECRET": "s3cr3t-value"})
+    assert rc == 2 and out == "", (rc, out, err)
+    line = one_error_line(err)
+    assert line.startswith("%s:3: " % path) and "'${LF_TEST_SECRET}'" in line, line
+    assert "s3cr3t" not in line, line
+
+
+def _swap(link, target):
+    """A deploy's swap: a new symlink renamed over the old one."""
+    tmp = link + ".tmp"
+    os.symlink(target, tmp)
+    os.rename(tmp, link)
+
+
+def _log_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("fmt", ["plain", "json"])
+def test_a_root_from_the_environment_stays_hidden_on_runtime_lines(tmpdir, fmt):
+    """root ${SITE_ROOT} and a symlink swap: the tick thread's root_follow lines, a reload the
+    new release makes fail and the one that succeeds all show ${SITE_ROOT}, never its value,
+    in either error log format."""
+    releases = os.path.join(tmpdir, "releases")
+    for n in (1, 2, 3):
+        write_file(os.path.join(releases, str(n), "v.txt"), "release %d" % n)
+    # Release 2 has a _redirects file the configuration refuses: its path is quoted.
+    write_file(os.path.join(releases, "2", "_redirects"), "/a /b 302\n/c\n")
+    current = os.path.join(tmpdir, "cur-s3cret-site")
+    os.symlink("releases/1", current)
+    log = os.path.join(tmpdir, "error.log")
+    env = dict(os.environ, SITE_ROOT=current)
+    srv = ConfServer(tmpdir, "error_log %s\nerror_log_format %s\nlog_level info\n"
+                     "site_rules_files on\nroot ${SITE_ROOT}\n" % (log, fmt),
+                     error_log=log, env=env)
+    try:
+        assert get(srv, "/v.txt").body == b"release 1"
+        _swap(current, "releases/2")
+        assert wait_until(lambda: "configuration not reloaded" in _log_text(log), 15), \
+            _log_text(log)
+        _swap(current, "releases/3")
+        assert wait_until(lambda: "configuration reloaded (generation 2)" in _log_text(log),
+                          15), _log_text(log)
+        assert get(srv, "/v.txt").body == b"release 3"
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+    text = _log_text(log)
+    lines = [json.loads(l)["msg"] for l in text.splitlines()] if fmt == "json" else \
+        text.splitlines()
+    want = ["root_follow: ${SITE_ROOT} now names another directory: building a new generation",
+            "${SITE_ROOT}/_redirects:2: missing target after '/c'",
+            "root ${SITE_ROOT} -> releases/3: switched (generation 2)"]
+    for w in want:
+        assert any(l.endswith(w) for l in lines), (w, text)
+    assert "s3cret" not in text + srv.stderr, text
+
+
+def test_short_or_embedded_values_stay_readable_on_runtime_lines(tmpdir):
+    """The process-wide hiding leaves a value shorter than 4 bytes alone, and one that is only a
+    piece of a longer word: a header's value "2" leaves "2 threads" as it is, "listen" leaves
+    "listening"; and a listener's address (shown on purpose) is printed."""
+    root = _site(tmpdir, "a")
+    log = os.path.join(tmpdir, "error.log")
+    port = free_port()
+    env = dict(os.environ, LF_T_N="2", LF_T_ROOT=root, LF_T_WORD="listen",
+               LF_T_PORT=str(port))
+    srv = ConfServer(tmpdir, "error_log %s\nlisten 127.0.0.1:${LF_T_PORT}\n"
+                     "root ${LF_T_ROOT}\nadd_header X-N ${LF_T_N}\n"
+                     "add_header X-W ${LF_T_WORD}\nadd_header X-P ${LF_T_PORT}\n" % log,
+                     error_log=log, env=env, threads=2, listen=())
+    try:
+        assert get(srv, "/v.txt").body == b"AAA"
+    finally:
+        srv.stop()
+    assert srv.returncode == 0
+    text = _log_text(log)
+    assert "serving ${LF_T_ROOT} with 2 threads" in text, text
+    # "listening on" contains the value "listen" but not at a word's end: kept as it is.
+    assert "listening on http://127.0.0.1:%d" % port in text, text
+    assert "${LF_T_WORD}" not in text and "${LF_T_N}" not in text, text
 
 
 def test_include_a_pattern_in_name_order_relative_to_the_including_file(tmpdir):
@@ -213,7 +306,9 @@ def test_lfhttpd_variables_stand_for_their_flags(tmpdir):
         assert {srv.addr(0), srv.addr(1)} == {("127.0.0.1", p1), ("127.0.0.1", p2)}
         assert get(("127.0.0.1", p2), "/v.txt").body == b"AAA"
         # the variable's threads over the file's (LFHTTPD_CONFIG was read), and the model
-        assert "with 3 threads (half-sync-half-async;" in srv.stderr, srv.stderr
+        # (the start-up line is written before the first answer, but read by another thread)
+        assert wait_until(lambda: "with 3 threads (half-sync-half-async;" in srv.stderr, 10), \
+            srv.stderr
         assert "serving ${LFHTTPD_ROOT} with" in srv.stderr and a not in srv.stderr, srv.stderr
     finally:
         srv.stop()
@@ -225,7 +320,7 @@ def test_lfhttpd_variables_stand_for_their_flags(tmpdir):
     try:
         assert len(srv.listeners) == 1 and srv.port != p1, srv.listeners
         assert get(srv, "/v.txt").body == b"BBB"
-        assert "with 2 threads" in srv.stderr, srv.stderr
+        assert wait_until(lambda: "with 2 threads" in srv.stderr, 10), srv.stderr
     finally:
         srv.stop()
     assert srv.returncode == 0

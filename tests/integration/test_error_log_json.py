@@ -7,9 +7,11 @@ import json
 import os
 import re
 import signal
+import socket
+import subprocess
 
 from lib.ops import run_lfhttpd, write_file
-from lib.server import ConfServer, get, wait_until
+from lib.server import ConfServer, T, binary, free_port, get, wait_until
 
 TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
@@ -93,3 +95,117 @@ def test_error_log_format_takes_plain_or_json(tmpdir):
     lines = open(log).read().splitlines()
     assert lines and all(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\w+\] ", l)
                          for l in lines), lines
+
+
+def _json_lines(text):
+    """Every line of `text` one error-log object (asserted): the objects."""
+    out = []
+    for line in text.splitlines():
+        obj = json.loads(line)  # a plain line fails here
+        assert sorted(obj) == ["level", "msg", "time"] and TIME_RE.match(obj["time"]), line
+        out.append(obj)
+    return out
+
+
+def test_a_start_up_failure_after_the_configuration_is_read_is_a_json_line(tmpdir):
+    """A port in use, or a Unix socket another server accepts on, is found once the
+    configuration is accepted: the failure goes through the error log in its format (JSON here,
+    on stderr and in a file), and the exit status is 2."""
+    root = os.path.join(tmpdir, "www")
+    write_file(os.path.join(root, "v.txt"), "v")
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    sock_path = os.path.join(tmpdir, "other.sock")
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    other.bind(sock_path)
+    other.listen(1)
+    as_root = ["--user", "root"] if os.geteuid() == 0 else []  # as Server does
+    try:
+        port = busy.getsockname()[1]
+        cases = [("listen 127.0.0.1:%d" % port,
+                  "listen 127.0.0.1:%d: Address already in use" % port),
+                 ("listen unix:%s" % sock_path,
+                  "listen unix:%s: another server accepts on this socket" % sock_path)]
+        for listen, want in cases:
+            conf = write_file(os.path.join(tmpdir, "t.conf"), "error_log_format json\n"
+                              "root %s\n%s\n" % (root, listen))
+            rc, out, err = run_lfhttpd(as_root + ["-c", conf])
+            assert rc == 2 and out == "", (rc, out, err)
+            objs = _json_lines(err)
+            assert [o["msg"] for o in objs if o["level"] == "error"] == ["lfhttpd: " + want], err
+            # The same into a file: nothing plain left on stderr.
+            log = os.path.join(tmpdir, "error.log")
+            write_file(conf, "error_log %s\nerror_log_format json\nroot %s\n%s\n"
+                       % (log, root, listen))
+            rc, out, err = run_lfhttpd(as_root + ["-c", conf])
+            assert rc == 2 and out + err == "", (rc, out, err)
+            with open(log) as f:
+                objs = _json_lines(f.read())
+            os.unlink(log)
+            assert [o["msg"] for o in objs if o["level"] == "error"] == ["lfhttpd: " + want], objs
+    finally:
+        busy.close()
+        other.close()
+
+
+def _activated_failure(sockets_args, conf, poke):
+    """lfhttpd -c conf under systemd-socket-activate (its arguments: sockets_args), started by
+    poke() (retried while the activator is not there yet, bounded): (status, the server's
+    stderr lines, after the activator's own)."""
+    as_root = ["--user", "root"] if os.geteuid() == 0 else []
+    cmd = ["systemd-socket-activate"] + sockets_args + [binary()] + as_root + ["-c", conf]
+    for k, v in os.environ.items():
+        if k.endswith("SAN_OPTIONS"):
+            cmd[1:1] = ["-E", "%s=%s" % (k, v)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: poke() or proc.poll() is not None, 20, what="the activator")
+        _, err = proc.communicate(timeout=T(20))
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # by its PID
+            proc.wait()
+    lines = err.decode().splitlines()
+    execing = [i for i, l in enumerate(lines) if l.startswith("Execing ")]
+    assert execing, lines
+    return proc.returncode, lines[execing[0] + 1:]
+
+
+def test_a_socket_from_systemd_that_is_refused_is_a_json_line(tmpdir):
+    """Sockets systemd passed are taken before the configuration is built, but refusing one is
+    not a configuration error: a datagram socket, and a socket no listener uses, each give one
+    JSON error object and exit status 2."""
+    conf = write_file(os.path.join(tmpdir, "t.conf"), "error_log_format json\nroot %s\n"
+                      "listen 127.0.0.1:%d\n" % (tmpdir, free_port()))
+    port = free_port()
+
+    def datagram():
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.sendto(b"x", ("127.0.0.1", port))  # lost while nothing listens: sent again
+        s.close()
+        return False
+
+    rc, lines = _activated_failure(["--datagram", "-l", "127.0.0.1:%d" % port], conf, datagram)
+    objs = _json_lines("\n".join(lines))
+    assert rc == 2 and [o["level"] for o in objs] == ["error"], lines
+    assert "passed by systemd is not a listening stream socket" in objs[0]["msg"], objs
+    port = free_port()
+    box = []
+
+    def stream():
+        try:
+            box.append(socket.create_connection(("127.0.0.1", port), timeout=T(5)))
+            return True
+        except OSError:
+            return False
+
+    rc, lines = _activated_failure(["--fdname=http", "-l", "127.0.0.1:%d" % port], conf, stream)
+    for s in box:
+        s.close()
+    objs = _json_lines("\n".join(lines))
+    errors = [o["msg"] for o in objs if o["level"] == "error"]
+    assert rc == 2 and len(errors) == 1, lines
+    assert errors[0].startswith("lfhttpd: socket 'http' passed by systemd is used by no "
+                                "listener"), errors

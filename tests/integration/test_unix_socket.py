@@ -4,7 +4,7 @@
 log, CGI's REMOTE_ADDR), PROXY protocol v1 over the socket, a stale socket file replaced, a
 live one and a file that is not a socket refused, the mode and owner applied, the file
 removed at exit, Unix-domain peers outside the per-client limits, and a Unix-domain socket
-passed by systemd-socket-activate."""
+passed by systemd-socket-activate, unnamed and by name (`listen systemd:NAME`)."""
 
 import grp
 import os
@@ -16,7 +16,7 @@ import threading
 
 from lib.ops import LogFile, run_lfhttpd, write_file
 from lib.procs import write_script
-from lib.server import ConfServer, Server, T, curl, req
+from lib.server import ConfServer, Server, T, curl, req, wait_until
 
 
 def _site(tmpdir):
@@ -224,3 +224,29 @@ def test_a_unix_socket_passed_by_systemd(tmpdir):
         proc.terminate()
         _, err = proc.communicate(timeout=T(20))
     assert b"listening on unix:%s" % path.encode() in err, err
+
+
+def test_a_unix_socket_passed_by_systemd_by_name(tmpdir):
+    """systemd-socket-activate --fdname=web -l PATH and `listen systemd:web`: the named socket
+    is the one listener (no default address), served over curl --unix-socket."""
+    path = os.path.join(tmpdir, "named.sock")
+    conf = write_file(os.path.join(tmpdir, "lfhttpd.conf"),
+                      "listen systemd:web\nroot %s\n" % _site(tmpdir))
+    srv = Server(listen=(), args=["--config", conf], start=False, expect_listeners=0)
+    cmd = ["systemd-socket-activate", "--fdname=web", "-l", path] + srv.cmd
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        # The activator makes the socket, then starts lfhttpd at the first connection.
+        assert wait_until(lambda: os.path.exists(path) or proc.poll() is not None, 20)
+        first = curl(["-s", "--unix-socket", path, "http://localhost/v.txt"])
+        assert first.stdout == b"over the socket", first
+        again = curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", path,
+                      "http://localhost/v.txt"])
+        assert again.stdout == b"200", again
+    finally:
+        proc.terminate()  # by its PID: the activator, which exec'd lfhttpd
+        _, err = proc.communicate(timeout=T(20))
+    listening = [l for l in err.decode().splitlines() if "listening on" in l]
+    assert len(listening) == 1 and listening[0].endswith("listening on unix:%s" % path), err
+    assert proc.returncode == 0, err

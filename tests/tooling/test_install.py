@@ -251,6 +251,22 @@ def test_man_pages_lint_clean_and_list_every_directive(tmpdir):
             "Fl %s" % flag in page, flag
 
 
+def test_the_shipped_configuration_documents_every_directive(tmpdir):
+    """conf/lfhttpd.conf (installed as lfhttpd.conf, README: "every directive is documented in
+    it") has a line for each directive of README's tables: set (`NAME value`) or commented
+    (`# NAME ...`), so that a directive added to README without its line here fails; and the
+    file as shipped is valid."""
+    readme = _readme_directives()
+    assert len(readme) > 40, readme
+    path = os.path.join(REPO, "conf", "lfhttpd.conf")
+    text = open(path).read()
+    named = set(re.findall(r"^#?[ \t]*([a-z_]+)(?=[ \t]|$)", text, re.M))
+    missing = sorted(set(readme) - named)
+    assert not missing, "directives conf/lfhttpd.conf does not document: %s" % missing
+    rc, _, err = run_lfhttpd(["-t", "-c", path], cwd=REPO)
+    assert rc == 0, err
+
+
 def test_check_creates_no_log_file(tmpdir):
     """`lfhttpd -t` checks the log paths without creating the files: run by root before the
     service's first start, it must not leave a root-owned access.log that the service's user
