@@ -52,6 +52,7 @@ int main(int argc, char **argv)
         return 0;
     }
     diag_secrets(NULL, 0); /* the messages about the configuration are behind us */
+    log_started();
     server_run(&srv);
     server_destroy(&srv);
     diag_publish(NULL, 0); /* the last line is written: the values can go */

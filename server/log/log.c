@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -34,6 +35,45 @@ void log_init(enum log_level level, int fd)
     logfile_reopened(&errlog);
 }
 
+/* While the server starts, with the error log in a file: the stderr it was started with (a
+ * terminal, a unit's journal), where the errors that stop the start are repeated, plain, so
+ * that whoever started it sees why (nginx does the same). -1 otherwise. */
+static _Atomic int startup_fd = -1;
+static pthread_mutex_t startup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void log_started(void)
+{
+    pthread_mutex_lock(&startup_lock);
+    int fd = atomic_exchange(&startup_fd, -1);
+    if (fd >= 0)
+        close(fd);
+    pthread_mutex_unlock(&startup_lock);
+}
+
+static void startup_echo(enum log_level level, const char *msg, size_t len)
+{
+    if (level > LOG_ERROR || atomic_load_explicit(&startup_fd, memory_order_relaxed) < 0)
+        return;
+    pthread_mutex_lock(&startup_lock);
+    int fd = atomic_load(&startup_fd);
+    if (fd >= 0) {
+        static const char tag[] = "lfhttpd: ";
+        char out[4096];
+        size_t n = 0;
+        if (len < sizeof(tag) - 1 || memcmp(msg, tag, sizeof(tag) - 1)) {
+            memcpy(out, tag, sizeof(tag) - 1);
+            n = sizeof(tag) - 1;
+        }
+        size_t take = len < sizeof(out) - n - 1 ? len : sizeof(out) - n - 1;
+        memcpy(out + n, msg, take);
+        n += take;
+        out[n++] = '\n';
+        ssize_t w = write(fd, out, n);
+        (void)w; /* a terminal gone: the log has the line */
+    }
+    pthread_mutex_unlock(&startup_lock);
+}
+
 bool log_is_open(void)
 {
     return atomic_load_explicit(&log_opened, memory_order_relaxed);
@@ -53,6 +93,8 @@ int log_open(const char *target)
         return -1;
     }
     snprintf(log_path, sizeof(log_path), "%s", target);
+    if (atomic_load(&startup_fd) < 0)
+        atomic_store(&startup_fd, fcntl(2, F_DUPFD_CLOEXEC, 3));
     /* Whatever is printed on stderr from now on (a configuration error found by a reload, say)
      * lands in the error log too. */
     dup2(fd, 2);
@@ -130,6 +172,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
         mlen = diag_scrub_line(msg, mlen, line, sizeof(line));
         memcpy(msg, line, mlen);
     }
+    startup_echo(level, msg, mlen);
     size_t len = log_line(line, &tm, level, msg, mlen);
     int err = 0;
     uint64_t lost = 0;

@@ -19,6 +19,9 @@ void log_set_json(bool json);
 int log_open(const char *target);
 /* Has log_open() run (diag.h's messages go to the error log from then on)? */
 bool log_is_open(void);
+/* The server has started: errors are no longer repeated on the stderr it was started with
+ * (see log_open: while starting, with the error log in a file, they are). */
+void log_started(void);
 /* Reopen the error log file (SIGUSR1) by dup2()ing a fresh open onto the same descriptor, so
  * concurrent writers never see a closed descriptor. 0 or -errno. */
 int log_reopen(void);
