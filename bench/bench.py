@@ -185,7 +185,7 @@ def tree_pids(root):
     return out
 
 
-def cpu_ticks(pids):
+def cpu_ticks(pids, user_only=False):
     total = 0
     for pid in pids:
         try:
@@ -194,7 +194,7 @@ def cpu_ticks(pids):
         except OSError:
             continue
         fields = st[st.rindex(")") + 2:].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
+        total += int(fields[11]) + (0 if user_only else int(fields[12]))  # utime, stime
     return total
 
 
@@ -652,14 +652,17 @@ def measured_run(srv, sc, duration):
     port = srv.tls_port if sc.tls else srv.port
     url = f"{'https' if sc.tls else 'http'}://127.0.0.1:{port}{sc.path}"
     t0, c0, x0, b0 = time.monotonic(), cpu_ticks(pids), ctx_switches(pids), system_busy_ticks()
+    u0 = cpu_ticks(pids, user_only=True)
     load = loadavg()
     r = wrk(url, sc.conns, duration, script=sc.script, headers=sc.headers)
     t1, c1, x1, b1 = time.monotonic(), cpu_ticks(pids), ctx_switches(pids), system_busy_ticks()
+    u1 = cpu_ticks(pids, user_only=True)
     srv.truncate_log()
     n = max(r["requests"], 1)
     server_cpu = (c1 - c0) / CLK_TCK
     r["server_cpu_s"] = server_cpu
     r["cpu_us_per_req"] = server_cpu / n * 1e6
+    r["user_us_per_req"] = (u1 - u0) / CLK_TCK / n * 1e6  # the server's own code (and libc)
     r["ctx_per_req"] = (x1 - x0) / n
     r["bytes_per_req"] = r["mibps"] * 1024 ** 2 / r["rps"] if r["rps"] else 0.0
     r["elapsed_s"] = t1 - t0
@@ -718,6 +721,7 @@ def summarize(runs, metric):
     return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals),
             "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"),
             "cpu_us_per_req": med("cpu_us_per_req"), "ctx_per_req": med("ctx_per_req"),
+            "user_us_per_req": med("user_us_per_req"),
             "foreign_cores": med("foreign_cores"), "bytes_per_req": med("bytes_per_req"),
             "bad": bad}
 
@@ -935,6 +939,9 @@ def rules_phase():
             f"{out['callgrind'][n]['alloc_per_req']:.3f} allocs/req")
     cg = out["callgrind"]
     out["ir_growth"] = cg["lfhttpd-rules"]["ir_per_req"] / cg["lfhttpd"]["ir_per_req"] - 1
+    for n in names:
+        log(f"  {n:14} CPU {summ[n]['cpu_us_per_req']:.2f} us/req, of which user space "
+            f"{summ[n]['user_us_per_req']:.2f}")
     lo, hi = out["ratio_range"]
     log(f"  rules: req/s ratio, median of per-round ratios {out['ratio']:.3f} ({lo:.2f}-{hi:.2f}; "
         f"target >= 0.97; ratio of medians {out['ratio_of_medians']:.3f}), instructions "
@@ -946,11 +953,13 @@ def table_rules(r):
     th, cg = r["throughput"], r["callgrind"]
     L = ["## Site rules: 2,000 exact/prefix and 100 pattern redirects vs none", "",
          "The 1 KiB file, keep-alive, 64 connections; no rule matches it.", "",
-         "| | req/s (median, min – max) | other load (cores) | instr/req | allocs/req |",
-         "|---|---|---|---|---|"]
+         "| | req/s (median, min – max) | CPU µs/req (user) | other load (cores) | instr/req "
+         "| allocs/req |",
+         "|---|---|---|---|---|---|"]
     for n in ("lfhttpd", "lfhttpd-rules"):
         t, c = th[n], cg.get(n, {})
         L.append(f"| {n} | {t['median']:,.0f} ({t['min']:,.0f} – {t['max']:,.0f}) | "
+                 f"{t['cpu_us_per_req']:.2f} ({t.get('user_us_per_req') or 0:.2f}) | "
                  f"{t['foreign_cores']:.2f} | {c.get('ir_per_req', 0):,.0f} | "
                  f"{c.get('alloc_per_req', 0):.3f} |")
     lo, hi = r.get("ratio_range", (0.0, 0.0))
