@@ -422,8 +422,9 @@ const struct loc_conf *site_location(const struct site *s, struct strview path)
 {
     if (s->nlocs == 0)
         return &s->base;
-    const char *q = memchr(path.ptr, '?', path.len);
-    size_t plen = q ? (size_t)(q - path.ptr) : path.len;
+    /* A decoded path without its query: a '?' here is part of a name ("%3F"), and "*.css"
+     * still covers "/a?b.css". */
+    size_t plen = path.len;
     const struct loc_conf *best = NULL;
     for (unsigned i = 0; i < s->nlocs; i++) {
         const struct loc_conf *lc = &s->locs[i];

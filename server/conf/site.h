@@ -154,7 +154,7 @@ int site_set_check(const struct site_set *ss);
 
 /* Pick the site for a Host header value (may be empty). */
 const struct site *site_select(const struct site_set *ss, struct strview host);
-/* Pick the location for a (raw) request path. */
+/* Pick the location for a decoded, normalised request path (no query: a '?' is part of a name). */
 const struct loc_conf *site_location(const struct site *s, struct strview path);
 
 #endif

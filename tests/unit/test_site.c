@@ -150,7 +150,9 @@ int main(void)
     LOC_IS(top, "/X.WASM", ".wasm");
     LOC_IS(top, "/assets/site.css", ".css");
     LOC_IS(top, "/site.min.css", ".css");
-    LOC_IS(top, "/site.css?v=.wasm", ".css");
+    /* a decoded path: its query is gone, a '?' left is part of the name (%3F) */
+    LOC_IS(top, "/site.css?v=.wasm", ".wasm");
+    LOC_IS(top, "/sub/?1.css", ".css");
     LOC_IS(top, "/site.cssx", "(site)");
     LOC_IS(top, "/assets/x?y", "/assets/");
     LOC_IS(top, "/healthz", "/healthz");
