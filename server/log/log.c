@@ -3,8 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,10 +39,12 @@ void log_init(enum log_level level, int fd)
  * terminal, a unit's journal), where the errors that stop the start are repeated, plain, so
  * that whoever started it sees why (nginx does the same). -1 otherwise. */
 static _Atomic int startup_fd = -1;
+static atomic_bool started; /* log_started() was called: a later log_open never echoes */
 static pthread_mutex_t startup_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void log_started(void)
 {
+    atomic_store(&started, true);
     pthread_mutex_lock(&startup_lock);
     int fd = atomic_exchange(&startup_fd, -1);
     if (fd >= 0)
@@ -93,7 +95,7 @@ int log_open(const char *target)
         return -1;
     }
     snprintf(log_path, sizeof(log_path), "%s", target);
-    if (atomic_load(&startup_fd) < 0)
+    if (!atomic_load(&started) && atomic_load(&startup_fd) < 0)
         atomic_store(&startup_fd, fcntl(2, F_DUPFD_CLOEXEC, 3));
     /* Whatever is printed on stderr from now on (a configuration error found by a reload, say)
      * lands in the error log too. */
